@@ -1,0 +1,100 @@
+# handgrad — build, test, train.
+#
+#   make train   install what is missing, build, fetch tiny Shakespeare, train the course GPT, sample
+#   make test    install what is missing, build, run the Catch2 suite (gradient checks first)
+#   make asan    the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#
+# Layout: lib/**/*.cpp -> build/libhandgrad.a;  apps/X.cpp -> build/X;  tests/*.cpp -> build/tests
+
+CXX      ?= g++
+BUILD    ?= build
+SAN      ?=
+# -O3, never -Ofast/-ffast-math: finite differences and GELU's backward need IEEE floats.
+# No -march=native: Highway compiles every x86 target itself and picks one at run time,
+# so one binary uses AVX-512 here and still runs on an older x86-64.
+OPT      ?= -O3
+CXXFLAGS ?= $(OPT) -g -std=c++17 -Wall -Wextra -Wshadow -Wno-unused-parameter
+CPPFLAGS += -I. -MMD -MP
+
+# OpenMP (switch off with OPENMP=0): our own loops, and OpenBLAS too, because we link
+# Debian's OpenMP build of OpenBLAS so both share one thread pool and never oversubscribe.
+OPENMP ?= 1
+ifeq ($(OPENMP),1)
+  CXXFLAGS += -fopenmp
+  LDFLAGS  += -fopenmp
+  BLASDIR  := /usr/lib/x86_64-linux-gnu/openblas-openmp
+else
+  BLASDIR  := /usr/lib/x86_64-linux-gnu/openblas-pthread
+endif
+CPPFLAGS += -I/usr/include/x86_64-linux-gnu/$(notdir $(BLASDIR))
+LDLIBS   += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas -lhwy -lhwy_contrib -lfmt -lm
+
+ifneq ($(SAN),)
+  CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  LDFLAGS  += -fsanitize=address,undefined
+endif
+
+LIB_SRC  := $(sort $(wildcard lib/*.cpp lib/*/*.cpp))
+APP_SRC  := $(sort $(wildcard apps/*.cpp))
+TEST_SRC := $(sort $(wildcard tests/*.cpp))
+LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o)
+TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/obj/%.o)
+APPS     := $(APP_SRC:apps/%.cpp=$(BUILD)/%)
+
+# Everything the build and the tools need, as Debian packages (installed by `make deps`).
+DEB_PKGS := g++ make pkg-config libopenblas-dev libopenblas-openmp-dev libhwy-dev catch2 \
+            libfmt-dev nlohmann-json3-dev libcli11-dev curl ca-certificates
+
+SHARED_DATA ?= ../shared/data/tinyshakespeare.txt
+DATA        := data/tinyshakespeare/input.txt
+OUT_DIR     ?= out-shakespeare-char
+THREADS     ?= $(shell nproc)
+
+.PHONY: all deps build test asan train sample data clean
+.DEFAULT_GOAL := all
+all: build
+
+# Install only what is missing; as root directly, otherwise through sudo.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	@$(MAKE) --no-print-directory $(APPS) $(BUILD)/tests
+
+$(BUILD)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/libhandgrad.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%: $(BUILD)/obj/apps/%.o $(BUILD)/libhandgrad.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libhandgrad.a
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# The suite: gradient checks, kernels against their scalar twins, model, training, apps.
+# HANDGRAD_DATA points the tests at tiny Shakespeare (tests that need it skip without it).
+test: build
+	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) OMP_NUM_THREADS=$(THREADS) ./$(BUILD)/tests --durations no $(TEST_ARGS)
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 build-asan/tests
+	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
+
+data: $(DATA)
+$(DATA):
+	@bash data/tinyshakespeare/prepare.sh $(SHARED_DATA)
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(APP_SRC:%.cpp=$(BUILD)/obj/%.d)

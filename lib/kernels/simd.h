@@ -1,0 +1,26 @@
+// simd.h — which SIMD instruction set the Highway kernels run on.
+//
+// Every kernel in lib/kernels/ is compiled once per x86 target (SSE2 ... AVX-512) and picked
+// at run time by Highway's dynamic dispatch (its `skeleton` pattern: foreach_target.h,
+// HWY_EXPORT, HWY_DYNAMIC_DISPATCH). Tests use simd_targets()/simd_force_target() to run every
+// kernel on every target this CPU supports and compare it with its scalar twin.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hg {
+
+struct SimdTarget {
+    int64_t bits;      // Highway's HWY_* target bit
+    std::string name;  // "AVX3", "AVX2", "SSE4", ...
+};
+
+// The targets this binary was compiled for that this CPU can run, best first.
+std::vector<SimdTarget> simd_targets();
+// Make dispatch use only `target` (0 restores normal dispatch to the best target).
+void simd_force_target(int64_t target);
+// The target dispatch uses now.
+std::string simd_current_target();
+
+}  // namespace hg
