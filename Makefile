@@ -82,13 +82,30 @@ $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libhandgrad.a
 
 # The suite: gradient checks, kernels against their scalar twins, model, training, apps.
 # HANDGRAD_DATA points the tests at tiny Shakespeare (tests that need it skip without it).
+# HANDGRAD_BIN tells the app tests which build's binaries to run.
 test: build
-	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) OMP_NUM_THREADS=$(THREADS) ./$(BUILD)/tests --durations no $(TEST_ARGS)
+	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
+	  ./$(BUILD)/tests $(TEST_ARGS)
 
+# The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 build-asan/tests
-	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 \
+	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
+	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
+
+# The main job: nanoGPT's CPU recipe for the course model on tiny Shakespeare, then the
+# whole-val-split loss and a sample.
+TRAIN_ARGS ?= --preset=course --batch_size=12 --block_size=64 --max_iters=2000 --lr_decay_iters=2000 \
+              --learning_rate=1e-3 --min_lr=1e-4 --warmup_iters=100 --beta2=0.99 --dropout=0 \
+              --eval_interval=250 --eval_iters=20 --log_interval=50
+train: build data
+	./$(BUILD)/train $(TRAIN_ARGS) --data=$(DATA) --out_dir=$(OUT_DIR) $(EXTRA)
+	./$(BUILD)/eval --ckpt=$(OUT_DIR)/ckpt.safetensors --data=$(DATA) --split=val
+	./$(BUILD)/sample --out_dir=$(OUT_DIR) --max_new_tokens=500
+
+sample: build
+	./$(BUILD)/sample --out_dir=$(OUT_DIR) $(EXTRA)
 
 data: $(DATA)
 $(DATA):

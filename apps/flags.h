@@ -1,0 +1,87 @@
+// flags.h — the command-line flags the apps share, with nanoGPT's names (--n_layer=6 ...).
+//
+// A --preset gives the starting config; any model flag given explicitly overrides it.
+// Parsing errors and bad values end the program with one "error: ..." line and exit code 2;
+// hg::Error from the library ends it with exit code 1 (see run_app).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "lib/config.h"
+#include "lib/errors.h"
+
+namespace hg {
+
+// The model flags. Each is applied only when given, on top of the preset.
+struct ModelFlags {
+    std::string preset = "course";
+    GPTConfig cfg;  // receives the parsed values
+    std::string bias_layout, pos, gelu, init;
+    bool bias = true;
+    CLI::Option *o_vocab, *o_block, *o_layer, *o_head, *o_embd, *o_dropout, *o_bias, *o_tie;
+
+    void add(CLI::App& app) {
+        app.add_option("--preset", preset, "course | shakespeare-char | gpt2 | gpt2-medium | lesson14")
+            ->capture_default_str();
+        o_vocab = app.add_option("--vocab_size", cfg.vocab_size, "V");
+        o_block = app.add_option("--block_size", cfg.block_size, "context length T");
+        o_layer = app.add_option("--n_layer", cfg.n_layer, "L");
+        o_head = app.add_option("--n_head", cfg.n_head, "NH");
+        o_embd = app.add_option("--n_embd", cfg.n_embd, "C");
+        o_dropout = app.add_option("--dropout", cfg.dropout, "dropout probability");
+        o_bias = app.add_option("--bias", bias, "nanoGPT's switch: True = biases everywhere (gpt2 layout), False = none");
+        app.add_option("--bias_layout", bias_layout, "gpt2 | course | lesson14 | none");
+        o_tie = app.add_option("--tie_weights", cfg.tie_weights, "share wte with lm_head");
+        app.add_option("--pos", pos, "learned | sinusoidal");
+        app.add_option("--gelu", gelu, "erf | tanh");
+        app.add_option("--init", init, "gpt2 | pytorch");
+    }
+
+    // The preset with every explicitly given flag applied, validated.
+    GPTConfig config() const {
+        GPTConfig c = hg::preset(preset);
+        if (o_vocab->count()) c.vocab_size = cfg.vocab_size;
+        if (o_block->count()) c.block_size = cfg.block_size;
+        if (o_layer->count()) c.n_layer = cfg.n_layer;
+        if (o_head->count()) c.n_head = cfg.n_head;
+        if (o_embd->count()) c.n_embd = cfg.n_embd;
+        if (o_dropout->count()) c.dropout = cfg.dropout;
+        if (o_bias->count()) c.bias = bias ? BiasLayout::GPT2 : BiasLayout::None;
+        if (!bias_layout.empty()) c.bias = parse_bias_layout(bias_layout);
+        if (o_tie->count()) c.tie_weights = cfg.tie_weights;
+        if (!pos.empty()) c.pos = parse_pos_encoding(pos);
+        if (!gelu.empty()) c.gelu = parse_gelu(gelu);
+        if (!init.empty()) c.init = parse_init(init);
+        c.validate();
+        return c;
+    }
+};
+
+// Runs an app's body: flag errors exit 2, library errors (hg::Error) exit 1, each as one line.
+inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        fmt::print(stderr, "error: {}\n", e.what());
+        return 2;
+    }
+    try {
+        return body();
+    } catch (const Error& e) {
+        fmt::print(stderr, "error: {}\n", e.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        fmt::print(stderr, "error: out of memory\n");
+        return 1;
+    }
+}
+
+}  // namespace hg

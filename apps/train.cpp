@@ -1,0 +1,181 @@
+// train — nanoGPT's train.py in C++: train a GPT on a text file, evaluate, checkpoint, resume.
+//
+//   build/train                                  # the course model on tiny Shakespeare
+//   build/train --preset=shakespeare-char --batch_size=64 --max_iters=5000
+//   build/train --init_from=resume --max_iters=4000
+//
+// Prints a line per log_interval and train/val losses per eval_interval; writes
+// out_dir/ckpt.safetensors (atomically) and out_dir/log.csv. Ctrl-C finishes the step, saves,
+// and exits; a non-finite loss stops without touching the last good checkpoint.
+#include <omp.h>
+#include <cblas.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "apps/flags.h"
+#include "lib/data.h"
+#include "lib/kernels/simd.h"
+#include "lib/trainer.h"
+
+using namespace hg;
+namespace fs = std::filesystem;
+
+static std::atomic<bool> g_interrupted{false};
+static void on_sigint(int) { g_interrupted = true; }
+
+static double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int main(int argc, char** argv) {
+    CLI::App app{"handgrad train: train a GPT on a text file (nanoGPT's flags)"};
+    ModelFlags model;
+    model.add(app);
+    TrainConfig tc;
+    std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
+    int threads = 0;
+    bool always_save_checkpoint = true;
+    CLI::Option* o_decay = app.add_option("--lr_decay_iters", tc.schedule.lr_decay_iters, "default: max_iters");
+    CLI::Option* o_min_lr = app.add_option("--min_lr", tc.schedule.min_lr, "default: learning_rate / 10");
+    app.add_option("--batch_size", tc.batch_size)->capture_default_str();
+    app.add_option("--gradient_accumulation_steps", tc.gradient_accumulation_steps)->capture_default_str();
+    app.add_option("--max_iters", tc.max_iters)->capture_default_str();
+    app.add_option("--learning_rate", tc.schedule.learning_rate)->capture_default_str();
+    app.add_option("--warmup_iters", tc.schedule.warmup_iters)->capture_default_str();
+    app.add_option("--decay_lr", tc.schedule.decay_lr)->capture_default_str();
+    app.add_option("--beta1", tc.adamw.beta1)->capture_default_str();
+    app.add_option("--beta2", tc.adamw.beta2)->capture_default_str();
+    app.add_option("--weight_decay", tc.adamw.weight_decay)->capture_default_str();
+    app.add_option("--grad_clip", tc.grad_clip, "0 disables")->capture_default_str();
+    app.add_option("--eval_interval", tc.eval_interval)->capture_default_str();
+    app.add_option("--eval_iters", tc.eval_iters)->capture_default_str();
+    app.add_option("--log_interval", tc.log_interval)->capture_default_str();
+    app.add_option("--seed", tc.seed)->capture_default_str();
+    app.add_option("--out_dir", out_dir)->capture_default_str();
+    app.add_option("--init_from", init_from, "scratch | resume")->capture_default_str();
+    app.add_option("--always_save_checkpoint", always_save_checkpoint, "save at every eval, not only on a new best val loss")
+        ->capture_default_str();
+    app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
+    app.add_option("--threads", threads, "threads for OpenBLAS and our loops (default: all cores)");
+
+    return run_app(app, argc, argv, [&] {
+        if (!o_decay->count()) tc.schedule.lr_decay_iters = tc.max_iters;
+        if (!o_min_lr->count()) tc.schedule.min_lr = tc.schedule.learning_rate / 10;
+        check(init_from == "scratch" || init_from == "resume", "--init_from must be scratch or resume (got '{}')", init_from);
+        check(threads >= 0, "--threads must be positive (got {})", threads);
+        if (threads > 0) omp_set_num_threads(threads);
+        threads = omp_get_max_threads();
+        openblas_set_num_threads(threads);
+        tc.validate();
+
+        const std::string text = read_text_file(data);
+        const std::string ckpt_path = (fs::path(out_dir) / "ckpt.safetensors").string();
+        Trainer trainer;
+        std::vector<int> ids;
+        Split split;
+        if (init_from == "scratch") {
+            GPTConfig config = model.config();
+            Tokenizer tok = Tokenizer::from_text(text);
+            if (model.o_vocab->count())
+                check(config.vocab_size == tok.size(), "--vocab_size={} but {} has {} distinct characters",
+                      config.vocab_size, data, tok.size());
+            config.vocab_size = tok.size();
+            config.validate();
+            ids = tok.encode(text);
+            split = split_train_val(ids);
+            trainer.start(config, tc, tok.vocab, split.train, split.val);
+        } else {
+            Checkpoint ck = Checkpoint::load(ckpt_path);
+            Tokenizer tok = Tokenizer::from_vocab(ck.vocab);
+            ids = tok.encode(text);
+            split = split_train_val(ids);
+            trainer.resume(ck, tc, split.train, split.val);
+            fmt::print("resuming from {} at iter {}\n", ckpt_path, trainer.progress.iter_num);
+        }
+        // Both splits must hold at least one window before any time is spent.
+        check(split.train.size() > size_t(trainer.model.config.block_size) &&
+                  split.val.size() > size_t(trainer.model.config.block_size),
+              "{}: the train/val splits have {} and {} tokens; block_size {} needs at least {} in each", data,
+              split.train.size(), split.val.size(), trainer.model.config.block_size,
+              trainer.model.config.block_size + 1);
+        nlohmann::json tj = {{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
+                             {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
+                             {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
+                             {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"beta1", tc.adamw.beta1},
+                             {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
+                             {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"data", data}, {"threads", threads}};
+        trainer.progress.train_config = tj.dump();
+
+        const GPTConfig& c = trainer.model.config;
+        const int tokens_per_iter = tc.batch_size * tc.gradient_accumulation_steps * c.block_size;
+        fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, dropout {})\n",
+                   trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
+                   to_string(c.bias), c.tie_weights ? "tied" : "untied", c.dropout);
+        fmt::print("data: {} tokens ({} train, {} val); {} tokens per iteration\n", ids.size(), split.train.size(),
+                   split.val.size(), tokens_per_iter);
+        fmt::print("threads: {}, SIMD: {}\n", threads, simd_current_target());
+
+        fs::create_directories(out_dir);
+        const std::string csv_path = (fs::path(out_dir) / "log.csv").string();
+        const bool new_csv = init_from == "scratch" || !fs::exists(csv_path);
+        FILE* csv = std::fopen(csv_path.c_str(), new_csv ? "w" : "a");
+        check(csv != nullptr, "cannot write {}", csv_path);
+        if (new_csv) std::fprintf(csv, "kind,iter,loss,val_loss,lr,ms_per_iter,tokens_per_s\n");
+        std::signal(SIGINT, on_sigint);
+
+        double t_last = now_seconds(), t_start = t_last, eval_seconds = 0;
+        int iters_since_log = 0, first_iter = trainer.progress.iter_num;
+        while (true) {
+            const int iter = trainer.progress.iter_num;
+            const bool last = iter >= tc.max_iters;
+            if (iter % tc.eval_interval == 0 || last) {
+                const double t0 = now_seconds();
+                const double train_loss = trainer.estimate_loss(split.train);
+                const double val_loss = trainer.estimate_loss(split.val);
+                eval_seconds += now_seconds() - t0;
+                fmt::print("step {}: train loss {:.4f}, val loss {:.4f}\n", iter, train_loss, val_loss);
+                std::fprintf(csv, "eval,%d,%.6f,%.6f,,,\n", iter, train_loss, val_loss);
+                std::fflush(csv);
+                const bool best = val_loss < trainer.progress.best_val_loss;
+                if (best) trainer.progress.best_val_loss = val_loss;
+                if (iter > first_iter && (best || always_save_checkpoint || last)) {
+                    trainer.save(ckpt_path);
+                    fmt::print("saved checkpoint to {}\n", ckpt_path);
+                }
+                t_last = now_seconds();
+            }
+            if (last) break;
+            if (g_interrupted) {
+                trainer.save(ckpt_path);
+                fmt::print("interrupted: saved checkpoint at iter {} to {}\n", iter, ckpt_path);
+                break;
+            }
+            const StepResult r = trainer.step();
+            if (!std::isfinite(r.loss)) {
+                std::fclose(csv);
+                fail("loss is {} at iter {}: stopping; the last good checkpoint ({}) is untouched", r.loss, iter,
+                     ckpt_path);
+            }
+            iters_since_log++;
+            if ((iter + 1) % tc.log_interval == 0 || iter + 1 == tc.max_iters) {
+                const double t = now_seconds();
+                const double ms = 1000 * (t - t_last) / iters_since_log;
+                const double tok_s = tokens_per_iter / (ms / 1000);
+                const double eta = ms / 1000 * (tc.max_iters - iter - 1);
+                fmt::print("iter {}: loss {:.4f}, lr {:.2e}, norm {:.3f}, {:.1f} ms/iter, {:.0f} tok/s, ETA {:.0f} s\n",
+                           iter, r.loss, r.lr, r.grad_norm, ms, tok_s, eta);
+                std::fprintf(csv, "train,%d,%.6f,,%.6g,%.3f,%.0f\n", iter, r.loss, r.lr, ms, tok_s);
+                t_last = t, iters_since_log = 0;
+            }
+        }
+        std::fclose(csv);
+        fmt::print("done: {} iterations in {:.1f} s ({:.1f} s of it evaluating)\n", trainer.progress.iter_num - first_iter,
+                   now_seconds() - t_start, eval_seconds);
+        return 0;
+    });
+}

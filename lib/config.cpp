@@ -1,0 +1,86 @@
+// config.cpp — presets, validation and the names of the choices (see config.h).
+#include "lib/config.h"
+
+#include <cmath>
+
+#include "lib/errors.h"
+
+namespace hg {
+
+void GPTConfig::validate() const {
+    check(vocab_size >= 2, "vocab_size must be at least 2 (got {})", vocab_size);
+    check(block_size >= 1, "block_size must be positive (got {})", block_size);
+    check(n_layer >= 1, "n_layer must be positive (got {})", n_layer);
+    check(n_head >= 1, "n_head must be positive (got {})", n_head);
+    check(n_embd >= 1, "n_embd must be positive (got {})", n_embd);
+    check(n_embd % n_head == 0, "n_embd ({}) must be divisible by n_head ({})", n_embd, n_head);
+    check(std::isfinite(dropout) && dropout >= 0.0f && dropout < 1.0f,
+          "dropout must be in [0, 1) (got {})", dropout);
+    // Keep every size product well inside int (the layers index with int sizes).
+    check(double(vocab_size) * n_embd < 2e9 && double(n_embd) * 4 * n_embd < 2e9,
+          "model too large: vocab_size {} x n_embd {}", vocab_size, n_embd);
+}
+
+GPTConfig preset(const std::string& name) {
+    GPTConfig c;  // the defaults are the course model
+    if (name == "course") {
+        return c;  // V=65, block 64, L=4, H=4, C=128, no Q/K/V bias, untied, learned positions
+    }
+    if (name == "shakespeare-char") {  // nanoGPT's baby GPT (config/train_shakespeare_char.py)
+        c.block_size = 256, c.n_layer = 6, c.n_head = 6, c.n_embd = 384, c.dropout = 0.2f;
+        c.bias = BiasLayout::GPT2, c.tie_weights = true;
+        return c;
+    }
+    if (name == "gpt2" || name == "gpt2-medium") {
+        c.vocab_size = 50257, c.block_size = 1024, c.n_layer = 12, c.n_head = 12, c.n_embd = 768;
+        c.bias = BiasLayout::GPT2, c.tie_weights = true;  // GELU erf, as nanoGPT
+        if (name == "gpt2-medium") c.n_layer = 24, c.n_head = 16, c.n_embd = 1024;
+        return c;
+    }
+    if (name == "lesson14") {  // Lesson 14's toy GPT: V=50, T=8, d=64, H=4, N=4
+        c.vocab_size = 50, c.block_size = 8, c.n_layer = 4, c.n_head = 4, c.n_embd = 64;
+        c.bias = BiasLayout::Lesson14, c.pos = PosEncoding::Sinusoidal;
+        return c;
+    }
+    fail("unknown preset '{}' (known: course, shakespeare-char, gpt2, gpt2-medium, lesson14)", name);
+}
+
+std::vector<std::string> preset_names() {
+    return {"course", "shakespeare-char", "gpt2", "gpt2-medium", "lesson14"};
+}
+
+std::string to_string(BiasLayout b) {
+    switch (b) {
+        case BiasLayout::GPT2: return "gpt2";
+        case BiasLayout::Course: return "course";
+        case BiasLayout::Lesson14: return "lesson14";
+        case BiasLayout::None: return "none";
+    }
+    return "?";
+}
+std::string to_string(PosEncoding p) { return p == PosEncoding::Learned ? "learned" : "sinusoidal"; }
+std::string to_string(GeluKind g) { return g == GeluKind::Erf ? "erf" : "tanh"; }
+std::string to_string(InitScheme i) { return i == InitScheme::GPT2 ? "gpt2" : "pytorch"; }
+
+BiasLayout parse_bias_layout(const std::string& s) {
+    for (BiasLayout b : {BiasLayout::GPT2, BiasLayout::Course, BiasLayout::Lesson14, BiasLayout::None})
+        if (s == to_string(b)) return b;
+    fail("unknown bias layout '{}' (known: gpt2, course, lesson14, none)", s);
+}
+PosEncoding parse_pos_encoding(const std::string& s) {
+    if (s == "learned") return PosEncoding::Learned;
+    if (s == "sinusoidal") return PosEncoding::Sinusoidal;
+    fail("unknown position encoding '{}' (known: learned, sinusoidal)", s);
+}
+GeluKind parse_gelu(const std::string& s) {
+    if (s == "erf") return GeluKind::Erf;
+    if (s == "tanh") return GeluKind::Tanh;
+    fail("unknown gelu '{}' (known: erf, tanh)", s);
+}
+InitScheme parse_init(const std::string& s) {
+    if (s == "gpt2") return InitScheme::GPT2;
+    if (s == "pytorch") return InitScheme::PyTorch;
+    fail("unknown init scheme '{}' (known: gpt2, pytorch)", s);
+}
+
+}  // namespace hg

@@ -1,0 +1,336 @@
+// gpt.cpp — the tensor table, the arenas, and the forward and backward passes (see gpt.h).
+#include "lib/gpt.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "lib/layers/layers.h"
+#include "lib/rng.h"
+
+namespace hg {
+
+// ----------------------------------------------------------------------------------------------
+// The tensor table. walk_parameters lists every parameter once, in checkpoint order, naming
+// the field of ParameterTensors it lives in. parameter_table() and the arena views are both
+// made by this one walk, so sizes, views, names and decay flags cannot drift apart.
+
+template <typename real, typename Visit>
+static void walk_parameters(const GPTConfig& c, ParameterTensors<real>& p, Visit&& visit) {
+    const size_t V = c.vocab_size, C = c.n_embd;
+    using K = Component;
+    visit("transformer.wte.weight", Shape{V, C}, true, K::Embedding, p.wte);
+    if (c.pos == PosEncoding::Learned)
+        visit("transformer.wpe.weight", Shape{size_t(c.block_size), C}, true, K::Embedding, p.wpe);
+    p.h.assign(c.n_layer, BlockParameters<real>{});
+    for (int l = 0; l < c.n_layer; l++) {
+        BlockParameters<real>& b = p.h[l];
+        const std::string pre = "transformer.h." + std::to_string(l) + ".";
+        visit(pre + "ln_1.weight", Shape{C}, false, K::BlockLayerNorm, b.ln_1_w);
+        if (c.ln_bias()) visit(pre + "ln_1.bias", Shape{C}, false, K::BlockLayerNorm, b.ln_1_b);
+        visit(pre + "attn.c_attn.weight", Shape{3 * C, C}, true, K::Attention, b.attn_w);
+        if (c.qkv_bias()) visit(pre + "attn.c_attn.bias", Shape{3 * C}, false, K::Attention, b.attn_b);
+        visit(pre + "attn.c_proj.weight", Shape{C, C}, true, K::Attention, b.attn_proj_w);
+        if (c.attn_proj_bias())
+            visit(pre + "attn.c_proj.bias", Shape{C}, false, K::Attention, b.attn_proj_b);
+        visit(pre + "ln_2.weight", Shape{C}, false, K::BlockLayerNorm, b.ln_2_w);
+        if (c.ln_bias()) visit(pre + "ln_2.bias", Shape{C}, false, K::BlockLayerNorm, b.ln_2_b);
+        visit(pre + "mlp.c_fc.weight", Shape{4 * C, C}, true, K::MLP, b.fc_w);
+        if (c.mlp_bias()) visit(pre + "mlp.c_fc.bias", Shape{4 * C}, false, K::MLP, b.fc_b);
+        visit(pre + "mlp.c_proj.weight", Shape{C, 4 * C}, true, K::MLP, b.mlp_proj_w);
+        if (c.mlp_bias()) visit(pre + "mlp.c_proj.bias", Shape{C}, false, K::MLP, b.mlp_proj_b);
+    }
+    visit("transformer.ln_f.weight", Shape{C}, false, K::FinalLayerNorm, p.ln_f_w);
+    if (c.ln_bias()) visit("transformer.ln_f.bias", Shape{C}, false, K::FinalLayerNorm, p.ln_f_b);
+    if (c.tie_weights)
+        p.lm_head = p.wte;  // one tensor, two uses: both gradients add into dwte
+    else
+        visit("lm_head.weight", Shape{V, C}, true, K::LMHead, p.lm_head);
+}
+
+std::vector<TensorSpec> parameter_table(const GPTConfig& config) {
+    config.validate();
+    std::vector<TensorSpec> table;
+    ParameterTensors<float> unused{};
+    size_t offset = 0;
+    walk_parameters(config, unused, [&](std::string name, Shape shape, bool decays, Component k, float*&) {
+        table.push_back({std::move(name), shape, decays, k, offset});
+        offset += shape.numel();
+    });
+    return table;
+}
+
+size_t parameter_count(const GPTConfig& config) {
+    size_t n = 0;
+    for (const TensorSpec& t : parameter_table(config)) n += t.shape.numel();
+    return n;
+}
+
+template <typename real>
+static ParameterTensors<real> bind_parameters(const GPTConfig& config, real* base) {
+    ParameterTensors<real> p{};
+    size_t offset = 0;
+    walk_parameters(config, p, [&](const std::string&, Shape shape, bool, Component, real*& slot) {
+        slot = base + offset;
+        offset += shape.numel();
+    });
+    return p;
+}
+
+// Hands out consecutive 64-byte-aligned pieces of an arena; with base == nullptr it only
+// counts, which is how the arena's size is found before allocating it.
+template <typename real>
+struct Carver {
+    real* base;
+    size_t used = 0;
+    real* take(size_t n) {
+        real* p = base ? base + used : nullptr;
+        used += (n + 15) / 16 * 16;
+        return p;
+    }
+};
+
+template <typename real>
+static size_t bind_activations(const GPTConfig& c, int B, int T, real* base, ActivationTensors<real>& a) {
+    Carver<real> arena{base};
+    const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
+    a.pos_table = c.pos == PosEncoding::Sinusoidal ? arena.take(size_t(c.block_size) * C) : nullptr;
+    a.encoded = arena.take(N * C);
+    a.h.assign(c.n_layer, BlockActivations<real>{});
+    for (BlockActivations<real>& s : a.h) {
+        s.ln_1 = arena.take(N * C), s.ln_1_mean = arena.take(N), s.ln_1_rstd = arena.take(N);
+        s.qkv = arena.take(N * 3 * C);
+        s.att = arena.take(size_t(B) * NH * T * T);
+        s.atty = arena.take(N * C), s.attn_proj = arena.take(N * C), s.res_2 = arena.take(N * C);
+        s.ln_2 = arena.take(N * C), s.ln_2_mean = arena.take(N), s.ln_2_rstd = arena.take(N);
+        s.fc = arena.take(N * 4 * C), s.fc_gelu = arena.take(N * 4 * C);
+        s.mlp_proj = arena.take(N * C), s.res_3 = arena.take(N * C);
+    }
+    a.ln_f = arena.take(N * C), a.ln_f_mean = arena.take(N), a.ln_f_rstd = arena.take(N);
+    a.logits = arena.take(N * V), a.probs = arena.take(N * V), a.losses = arena.take(N);
+    return arena.used;
+}
+
+template <typename real>
+static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, BackwardScratch<real>& d) {
+    Carver<real> arena{base};
+    const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
+    d.dres_a = arena.take(N * C), d.dres_b = arena.take(N * C), d.dln = arena.take(N * C);
+    d.dqkv = arena.take(N * 3 * C), d.datty = arena.take(N * C);
+    d.dbranch = arena.take(N * C), d.ddrop = arena.take(N * C);
+    d.dfc = arena.take(N * 4 * C), d.dfc_gelu = arena.take(N * 4 * C);
+    d.datt = arena.take(size_t(B) * NH * T * T);
+    d.dlogits = arena.take(N * V);
+    return arena.used;
+}
+
+template <typename real>
+void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T) {
+    config.validate();
+    check(max_B >= 1, "batch_size must be positive (got {})", max_B);
+    check(max_T >= 1 && max_T <= config.block_size,
+          "sequence length {} must be in [1, block_size = {}]", max_T, config.block_size);
+    m.config = config;
+    m.max_B = max_B, m.max_T = max_T;
+    m.table = parameter_table(config);
+    m.num_parameters = parameter_count(config);
+    m.params_memory.allocate(m.num_parameters);
+    m.grads_memory.allocate(m.num_parameters);
+    m.params = bind_parameters(config, m.params_memory.data());
+    m.grads = bind_parameters(config, m.grads_memory.data());
+    m.acts_memory.allocate(bind_activations<real>(config, max_B, max_T, nullptr, m.acts));
+    bind_activations(config, max_B, max_T, m.acts_memory.data(), m.acts);
+    m.scratch_memory.allocate(bind_scratch<real>(config, max_B, max_T, nullptr, m.scratch));
+    bind_scratch(config, max_B, max_T, m.scratch_memory.data(), m.scratch);
+    m.tokens_memory.allocate(2 * size_t(max_B) * max_T);
+    m.inputs = m.tokens_memory.data();
+    m.targets = m.inputs + size_t(max_B) * max_T;
+    if (config.pos == PosEncoding::Sinusoidal)
+        sinusoidal_table(m.acts.pos_table, config.block_size, config.n_embd);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Initialisation, tensor by tensor in table order, from one seeded generator.
+//   gpt2:    weights and embeddings N(0, 0.02²); the two projections that write into the
+//            residual stream (attn.c_proj, mlp.c_proj) N(0, 0.02²/2L), so that the 2L writes
+//            add up to the variance of one; biases 0; LayerNorm γ = 1, β = 0.
+//   pytorch: nn.Embedding N(0, 1); nn.Linear weight and bias U(−1/√fan_in, 1/√fan_in);
+//            LayerNorm γ = 1, β = 0. Its lm_head spreads the logits more (std 1/√(3C) against
+//            0.02), so the initial loss sits above ln V.
+
+static bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+template <typename real>
+void gpt_init(GPT<real>& m, uint64_t seed) {
+    Rng rng(seed);
+    const GPTConfig& c = m.config;
+    size_t fan_in = 1;  // of the last weight matrix seen: a bias follows its weight in the table
+    for (const TensorSpec& t : m.table) {
+        real* w = m.params_memory.data() + t.offset;
+        const size_t n = t.shape.numel();
+        const bool is_ln = t.component == Component::BlockLayerNorm || t.component == Component::FinalLayerNorm;
+        const bool is_bias = ends_with(t.name, ".bias");
+        const bool is_embedding = t.component == Component::Embedding;
+        if (!is_bias && t.shape.ndim == 2) fan_in = t.shape[1];
+        if (is_ln) {
+            for (size_t i = 0; i < n; i++) w[i] = is_bias ? real(0) : real(1);
+        } else if (c.init == InitScheme::GPT2) {
+            double std = 0.02;
+            if (ends_with(t.name, "c_proj.weight")) std = 0.02 / std::sqrt(2.0 * c.n_layer);
+            for (size_t i = 0; i < n; i++) w[i] = is_bias ? real(0) : real(std * rng.normal());
+        } else if (is_embedding) {
+            for (size_t i = 0; i < n; i++) w[i] = real(rng.normal());
+        } else {
+            const double bound = 1.0 / std::sqrt(double(fan_in));
+            for (size_t i = 0; i < n; i++) w[i] = real(bound * (2 * rng.uniform() - 1));
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Forward and backward.
+
+template <typename real>
+static void zero(real* p, size_t n) {
+    std::memset(p, 0, n * sizeof(real));
+}
+
+// Each dropout site gets its own mask: the key mixes the step's key with (layer, site).
+enum DropoutSite { kEmbedding = 0, kAttention = 1, kAttnResidual = 2, kMlpResidual = 3 };
+template <typename real>
+static Dropout dropout_at(const GPT<real>& m, int layer, DropoutSite site) {
+    if (!m.training || m.config.dropout == 0.0f) return Dropout{};
+    return Dropout{m.config.dropout, mix64(m.dropout_key ^ mix64(uint64_t(layer + 1) * 4 + site))};
+}
+
+template <typename real>
+double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int T, ForwardMode mode) {
+    const GPTConfig& c = m.config;
+    check(B >= 1 && B <= m.max_B, "batch of {} rows, but the model was built for at most {}", B, m.max_B);
+    check(T >= 1 && T <= m.max_T, "sequence of {} tokens, but the model was built for at most {} "
+          "(block_size {})", T, m.max_T, c.block_size);
+    const int C = c.n_embd, NH = c.n_head, V = c.vocab_size, L = c.n_layer;
+    const size_t N = size_t(B) * T, NC = N * C;
+    m.B = B, m.T = T, m.training = mode.training, m.dropout_key = mode.dropout_key;
+    std::memcpy(m.inputs, idx, N * sizeof(int));
+    m.has_targets = targets != nullptr;
+    if (targets) std::memcpy(m.targets, targets, N * sizeof(int));
+
+    const ParameterTensors<real>& p = m.params;
+    ActivationTensors<real>& a = m.acts;
+    const real* wpe = c.pos == PosEncoding::Learned ? p.wpe : a.pos_table;
+    encoder_forward(a.encoded, m.inputs, p.wte, wpe, B, T, C, V);  // (N, C)
+    Dropout drop = dropout_at(m, 0, kEmbedding);
+    if (drop.active()) dropout_forward(a.encoded, a.encoded, NC, drop);
+
+    const real* x = a.encoded;  // the residual stream entering each block, (N, C)
+    for (int l = 0; l < L; l++) {
+        const BlockParameters<real>& w = p.h[l];
+        BlockActivations<real>& s = a.h[l];
+        // x += attn(ln_1(x))
+        layernorm_forward(s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C);
+        linear_forward(s.qkv, s.ln_1, w.attn_w, w.attn_b, N, C, 3 * C);            // (N, 3C)
+        attention_forward(s.atty, s.att, s.qkv, B, T, C, NH, dropout_at(m, l, kAttention));
+        linear_forward(s.attn_proj, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);  // (N, C)
+        drop = dropout_at(m, l, kAttnResidual);
+        if (drop.active()) dropout_forward(s.attn_proj, s.attn_proj, NC, drop);
+        residual_forward(s.res_2, x, s.attn_proj, NC);
+        // x += mlp(ln_2(x))
+        layernorm_forward(s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b, N, C);
+        linear_forward(s.fc, s.ln_2, w.fc_w, w.fc_b, N, C, 4 * C);                   // (N, 4C)
+        gelu_forward(s.fc_gelu, s.fc, N * 4 * C, c.gelu);
+        linear_forward(s.mlp_proj, s.fc_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C);  // (N, C)
+        drop = dropout_at(m, l, kMlpResidual);
+        if (drop.active()) dropout_forward(s.mlp_proj, s.mlp_proj, NC, drop);
+        residual_forward(s.res_3, s.res_2, s.mlp_proj, NC);
+        x = s.res_3;
+    }
+    layernorm_forward(a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C);
+    linear_forward(a.logits, a.ln_f, p.lm_head, static_cast<const real*>(nullptr), N, C, V);  // (N, V)
+    m.loss = targets ? crossentropy_forward(a.probs, a.losses, a.logits, m.targets, N, V) : 0.0;
+    return m.loss;
+}
+
+template <typename real>
+void gpt_zero_grad(GPT<real>& m) {
+    m.grads_memory.zero();
+}
+
+// The forward pass read bottom to top. Each line is the backward of one forward line; every
+// backward adds into its gradient buffers, so a scratch buffer is zeroed before it is reused.
+template <typename real>
+void gpt_backward(GPT<real>& m, real dloss) {
+    check(m.has_targets, "gpt_backward needs a forward pass with targets");
+    const GPTConfig& c = m.config;
+    const int B = m.B, T = m.T, C = c.n_embd, NH = c.n_head, V = c.vocab_size, L = c.n_layer;
+    const size_t N = size_t(B) * T, NC = N * C;
+    const ParameterTensors<real>& p = m.params;
+    ParameterTensors<real>& g = m.grads;
+    const ActivationTensors<real>& a = m.acts;
+    BackwardScratch<real>& d = m.scratch;
+    const real* x_last = L > 0 ? a.h[L - 1].res_3 : a.encoded;
+
+    // loss = CE(logits); logits = ln_f · lm_headᵀ; ln_f = LN(x_L)
+    zero(d.dlogits, N * V);
+    crossentropy_backward(d.dlogits, a.probs, m.targets, N, V, dloss);
+    zero(d.dln, NC);
+    linear_backward(d.dln, g.lm_head, static_cast<real*>(nullptr), d.dlogits, a.ln_f, p.lm_head, N, C, V);
+    real* dx = d.dres_a;     // gradient of the stream at the current block's output
+    real* dmid = d.dres_b;   // ... and at its middle (res_2)
+    zero(dx, NC);
+    layernorm_backward(dx, g.ln_f_w, g.ln_f_b, d.dln, x_last, p.ln_f_w, a.ln_f_mean, a.ln_f_rstd, N, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const BlockParameters<real>& w = p.h[l];
+        BlockParameters<real>& gw = g.h[l];
+        const BlockActivations<real>& s = a.h[l];
+        const real* x = l == 0 ? a.encoded : a.h[l - 1].res_3;
+        // res_3 = res_2 + mlp_proj
+        zero(dmid, NC), zero(d.dbranch, NC);
+        residual_backward(dmid, d.dbranch, dx, NC);
+        const real* dmlp = d.dbranch;
+        Dropout drop = dropout_at(m, l, kMlpResidual);
+        if (drop.active()) zero(d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dmlp = d.ddrop;
+        // mlp_proj = fc_gelu · Wᵀ + b;  fc_gelu = gelu(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = LN(res_2)
+        zero(d.dfc_gelu, N * 4 * C);
+        linear_backward(d.dfc_gelu, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_gelu, w.mlp_proj_w, N, 4 * C, C);
+        zero(d.dfc, N * 4 * C);
+        gelu_backward(d.dfc, s.fc, d.dfc_gelu, N * 4 * C, c.gelu);
+        zero(d.dln, NC);
+        linear_backward(d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, w.fc_w, N, C, 4 * C);
+        layernorm_backward(dmid, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w, s.ln_2_mean, s.ln_2_rstd, N, C);
+        // res_2 = x + attn_proj
+        zero(dx, NC), zero(d.dbranch, NC);
+        residual_backward(dx, d.dbranch, dmid, NC);
+        const real* dattn = d.dbranch;
+        drop = dropout_at(m, l, kAttnResidual);
+        if (drop.active()) zero(d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dattn = d.ddrop;
+        // attn_proj = atty · Wᵀ + b;  atty = attention(qkv);  qkv = ln_1 · Wᵀ + b;  ln_1 = LN(x)
+        zero(d.datty, NC);
+        linear_backward(d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty, w.attn_proj_w, N, C, C);
+        zero(d.dqkv, N * 3 * C);
+        attention_backward(d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, C, NH, dropout_at(m, l, kAttention));
+        zero(d.dln, NC);
+        linear_backward(d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, w.attn_w, N, C, 3 * C);
+        layernorm_backward(dx, gw.ln_1_w, gw.ln_1_b, d.dln, x, w.ln_1_w, s.ln_1_mean, s.ln_1_rstd, N, C);
+    }
+    // encoded = dropout(wte[idx] + wpe)
+    Dropout drop = dropout_at(m, 0, kEmbedding);
+    if (drop.active()) zero(d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
+    encoder_backward(g.wte, c.pos == PosEncoding::Learned ? g.wpe : static_cast<real*>(nullptr), dx,
+                     m.inputs, B, T, C);
+}
+
+template void gpt_build(GPT<float>&, const GPTConfig&, int, int);
+template void gpt_build(GPT<double>&, const GPTConfig&, int, int);
+template void gpt_init(GPT<float>&, uint64_t);
+template void gpt_init(GPT<double>&, uint64_t);
+template double gpt_forward(GPT<float>&, const int*, const int*, int, int, ForwardMode);
+template double gpt_forward(GPT<double>&, const int*, const int*, int, int, ForwardMode);
+template void gpt_zero_grad(GPT<float>&);
+template void gpt_zero_grad(GPT<double>&);
+template void gpt_backward(GPT<float>&, float);
+template void gpt_backward(GPT<double>&, double);
+
+}  // namespace hg

@@ -1,0 +1,162 @@
+// gpt.h — the GPT: its tensor table, its memory, and its forward and backward passes.
+//
+//   X⁰ = wte[idx] + wpe                         encoder        (B, T, C)
+//   for each block ℓ:                            pre-norm, GPT-2 style
+//     Xˡ += attn_proj(attention(c_attn(ln_1(Xˡ))))
+//     Xˡ += mlp_proj(gelu(c_fc(ln_2(Xˡ))))
+//   logits = ln_f(Xᴸ) · lm_headᵀ                (B, T, V)
+//   loss = mean cross-entropy(logits, targets)
+//
+// gpt_backward is gpt_forward read in reverse, one layer's backward per forward line.
+// All of it is a template over the number type: float runs the fast path, double the scalar
+// twins (lib/layers/layers.h), which the whole-model gradient check uses.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/config.h"
+#include "lib/tensor.h"
+
+namespace hg {
+
+// The parts of the model the course's parameter table counts separately.
+enum class Component { Embedding, Attention, MLP, BlockLayerNorm, FinalLayerNorm, LMHead };
+
+// One row of the tensor table. The table is the single list of the model's parameters:
+// it gives the arena's size and each tensor's view into it, the checkpoint names (nanoGPT's
+// state_dict keys), which tensors AdamW decays, and the labels tests print.
+struct TensorSpec {
+    std::string name;     // "transformer.h.0.attn.c_attn.weight"
+    Shape shape;          // (3C, C)
+    bool decays;          // AdamW weight decay: 2-D weights and embeddings only
+    Component component;
+    size_t offset;        // where it starts in the parameter arena, in numbers
+};
+
+std::vector<TensorSpec> parameter_table(const GPTConfig& config);
+size_t parameter_count(const GPTConfig& config);  // from the table; allocates no model
+
+template <typename real>
+struct BlockParameters {
+    real* ln_1_w;       // (C)
+    real* ln_1_b;       // (C) or null
+    real* attn_w;       // (3C, C)  c_attn: rows Q, then K, then V; heads contiguous in each
+    real* attn_b;       // (3C) or null
+    real* attn_proj_w;  // (C, C)
+    real* attn_proj_b;  // (C) or null
+    real* ln_2_w;       // (C)
+    real* ln_2_b;       // (C) or null
+    real* fc_w;         // (4C, C)
+    real* fc_b;         // (4C) or null
+    real* mlp_proj_w;   // (C, 4C)
+    real* mlp_proj_b;   // (C) or null
+};
+
+// Views into one arena: the parameters, or (same layout) their gradients.
+template <typename real>
+struct ParameterTensors {
+    real* wte;      // (V, C)
+    real* wpe;      // (block_size, C); null with sinusoidal positions
+    std::vector<BlockParameters<real>> h;  // L blocks
+    real* ln_f_w;   // (C)
+    real* ln_f_b;   // (C) or null
+    real* lm_head;  // (V, C); the same pointer as wte when the weights are tied
+};
+
+// What the forward pass keeps for the backward pass, per block. N = B·T.
+template <typename real>
+struct BlockActivations {
+    real* ln_1;       // (N, C)
+    real* ln_1_mean;  // (N)
+    real* ln_1_rstd;  // (N)
+    real* qkv;        // (N, 3C)
+    real* att;        // (B, NH, T, T) attention probabilities
+    real* atty;       // (N, C) heads' outputs, concatenated
+    real* attn_proj;  // (N, C) after the output projection (and its dropout)
+    real* res_2;      // (N, C) the stream after attention: X + attn
+    real* ln_2;       // (N, C)
+    real* ln_2_mean;  // (N)
+    real* ln_2_rstd;  // (N)
+    real* fc;         // (N, 4C) before GELU
+    real* fc_gelu;    // (N, 4C)
+    real* mlp_proj;   // (N, C) after the MLP's projection (and its dropout)
+    real* res_3;      // (N, C) the block's output
+};
+
+template <typename real>
+struct ActivationTensors {
+    real* pos_table;  // (block_size, C) the fixed sinusoidal table; null when learned
+    real* encoded;    // (N, C) token + position embeddings (after dropout)
+    std::vector<BlockActivations<real>> h;
+    real* ln_f;       // (N, C)
+    real* ln_f_mean;  // (N)
+    real* ln_f_rstd;  // (N)
+    real* logits;     // (N, V)
+    real* probs;      // (N, V) softmax(logits), kept for the loss's backward
+    real* losses;     // (N)
+};
+
+// Working space of the backward pass, reused by every block (zeroed before each use,
+// since every backward accumulates).
+template <typename real>
+struct BackwardScratch {
+    real* dres_a;     // (N, C) gradient of the residual stream, ping ...
+    real* dres_b;     // (N, C) ... and pong
+    real* dln;        // (N, C) gradient at a LayerNorm's output
+    real* dqkv;       // (N, 3C)
+    real* datty;      // (N, C)
+    real* dbranch;    // (N, C) gradient at a branch's output (attn_proj or mlp_proj)
+    real* ddrop;      // (N, C) gradient before a dropout (used only when dropout is on)
+    real* dfc;        // (N, 4C)
+    real* dfc_gelu;   // (N, 4C)
+    real* datt;       // (B, NH, T, T) attention's working space
+    real* dlogits;    // (N, V)
+};
+
+template <typename real>
+struct GPT {
+    GPTConfig config;
+    int max_B = 0, max_T = 0;           // what the activation arenas were sized for
+    std::vector<TensorSpec> table;      // parameter_table(config)
+    size_t num_parameters = 0;
+    Arena<real> params_memory, grads_memory, acts_memory, scratch_memory;
+    Arena<int> tokens_memory;           // inputs and targets of the last forward
+    ParameterTensors<real> params, grads;
+    ActivationTensors<real> acts;
+    BackwardScratch<real> scratch;
+    // The last forward pass: its sizes and what the backward needs to know about it.
+    int B = 0, T = 0;
+    int* inputs = nullptr;              // (max_B, max_T)
+    int* targets = nullptr;             // (max_B, max_T)
+    bool has_targets = false;
+    bool training = false;
+    uint64_t dropout_key = 0;
+    double loss = 0;
+};
+
+// Allocates every arena for batches up to (max_B, max_T): nothing is allocated after this.
+template <typename real>
+void gpt_build(GPT<real>& model, const GPTConfig& config, int max_B, int max_T);
+// Draws the initial weights from config.init with a generator seeded by `seed`.
+template <typename real>
+void gpt_init(GPT<real>& model, uint64_t seed);
+
+// How a forward pass runs: training turns dropout on, with masks drawn from dropout_key.
+struct ForwardMode {
+    bool training = false;
+    uint64_t dropout_key = 0;
+};
+
+// idx (B, T) token ids; targets (B, T) or null (then no loss: returns 0). Fills
+// acts.logits (B, T, V); returns the mean cross-entropy. T may be shorter than block_size.
+template <typename real>
+double gpt_forward(GPT<real>& model, const int* idx, const int* targets, int B, int T,
+                   ForwardMode mode = {});
+template <typename real>
+void gpt_zero_grad(GPT<real>& model);
+// Adds d(dloss · loss)/dθ into model.grads for the last forward (which needs targets).
+template <typename real>
+void gpt_backward(GPT<real>& model, real dloss = 1);
+
+}  // namespace hg

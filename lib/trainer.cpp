@@ -1,0 +1,106 @@
+// trainer.cpp — the training step, evaluation, and checkpoint round trip (see trainer.h).
+#include "lib/trainer.h"
+
+#include <cmath>
+
+#include "lib/data.h"
+#include "lib/errors.h"
+
+namespace hg {
+
+void TrainConfig::validate() const {
+    check(batch_size >= 1, "batch_size must be positive (got {})", batch_size);
+    check(gradient_accumulation_steps >= 1, "gradient_accumulation_steps must be positive (got {})",
+          gradient_accumulation_steps);
+    check(max_iters >= 0, "max_iters must be >= 0 (got {})", max_iters);
+    check(eval_interval >= 1, "eval_interval must be positive (got {})", eval_interval);
+    check(eval_iters >= 1, "eval_iters must be positive (got {})", eval_iters);
+    check(log_interval >= 1, "log_interval must be positive (got {})", log_interval);
+    check(std::isfinite(grad_clip) && grad_clip >= 0, "grad_clip must be >= 0 (got {})", grad_clip);
+    check(adamw.beta1 >= 0 && adamw.beta1 < 1, "beta1 must be in [0, 1) (got {})", adamw.beta1);
+    check(adamw.beta2 >= 0 && adamw.beta2 < 1, "beta2 must be in [0, 1) (got {})", adamw.beta2);
+    check(adamw.eps > 0, "eps must be positive (got {})", adamw.eps);
+    check(std::isfinite(adamw.weight_decay) && adamw.weight_decay >= 0, "weight_decay must be >= 0 (got {})",
+          adamw.weight_decay);
+    hg::validate(schedule);
+}
+
+void Trainer::allocate(const GPTConfig& config) {
+    gpt_build(model, config, cfg.batch_size, config.block_size);
+    m.allocate(model.num_parameters);
+    v.allocate(model.num_parameters);
+    spans.clear();
+    for (const TensorSpec& t : model.table) spans.push_back({t.offset, t.shape.numel(), t.decays});
+    batch.allocate(2 * size_t(cfg.batch_size) * config.block_size);
+}
+
+void Trainer::start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab_,
+                    const std::vector<int>& train_ids_, const std::vector<int>& val_ids_) {
+    train.validate();
+    cfg = train;
+    check(int(vocab_.size()) == config.vocab_size, "the data has {} distinct tokens but vocab_size is {}",
+          vocab_.size(), config.vocab_size);
+    allocate(config);
+    gpt_init(model, cfg.seed);
+    vocab = std::move(vocab_);
+    train_ids = &train_ids_, val_ids = &val_ids_;
+    batch_rng = Rng(mix64(cfg.seed ^ 0x62617463ULL));  // "batc": its own stream
+    progress = TrainProgress{};
+}
+
+void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids_,
+                     const std::vector<int>& val_ids_) {
+    train.validate();
+    cfg = train;
+    allocate(ck.config);
+    ck.read_weights(model);
+    ck.read_optimizer(model, m.data(), v.data());
+    vocab = ck.vocab;
+    train_ids = &train_ids_, val_ids = &val_ids_;
+    progress = ck.progress;
+    batch_rng = Rng(progress.rng_batch);
+}
+
+StepResult Trainer::step() {
+    const int B = cfg.batch_size, T = model.config.block_size, K = cfg.gradient_accumulation_steps;
+    int* idx = batch.data();
+    int* targets = idx + size_t(B) * T;
+    StepResult r;
+    gpt_zero_grad(model);
+    for (int k = 0; k < K; k++) {
+        sample_batch(idx, targets, *train_ids, B, T, batch_rng, "train");
+        const uint64_t key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
+        r.loss += gpt_forward(model, idx, targets, B, T, ForwardMode{true, key}) / K;
+        gpt_backward(model, 1.0f / K);  // the mean over K micro-batches
+    }
+    if (!std::isfinite(r.loss)) return r;  // the caller stops; the weights are not touched
+    r.grad_norm = clip_grad_norm(model.grads_memory.data(), model.num_parameters, cfg.grad_clip);
+    r.lr = lr_at(cfg.schedule, progress.iter_num);
+    progress.adam_step += 1;
+    adamw_step(model.params_memory.data(), model.grads_memory.data(), m.data(), v.data(), spans, float(r.lr),
+               cfg.adamw, progress.adam_step);
+    progress.iter_num += 1;
+    progress.rng_batch = batch_rng.state;
+    return r;
+}
+
+double Trainer::estimate_loss(const std::vector<int>& ids) {
+    const int B = cfg.batch_size, T = model.config.block_size;
+    int* idx = batch.data();
+    int* targets = idx + size_t(B) * T;
+    Rng rng(mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) + 0x6576616cULL)));  // "eval"
+    double sum = 0;
+    for (int i = 0; i < cfg.eval_iters; i++) {
+        sample_batch(idx, targets, ids, B, T, rng, &ids == val_ids ? "val" : "train");
+        sum += gpt_forward(model, idx, targets, B, T);
+    }
+    return sum / cfg.eval_iters;
+}
+
+void Trainer::save(const std::string& path) const {
+    TrainProgress p = progress;
+    p.rng_batch = batch_rng.state;  // where the sampler stands now, even before the first step
+    save_checkpoint(path, model, vocab, p, m.data(), v.data());
+}
+
+}  // namespace hg

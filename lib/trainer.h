@@ -1,0 +1,72 @@
+// trainer.h — one training run's state and its steps: what nanoGPT's train.py does per
+// iteration, as functions a test can drive (the apps/train.cpp loop adds logging and files).
+//
+//   step():  for each of K micro-batches: batch ← sampler, forward, backward with dloss = 1/K
+//            (so K micro-batches of B give the gradient of one batch of K·B);
+//            clip the global gradient norm; lr ← lr_at(iter); AdamW; iter += 1.
+//
+// Everything random is explicit: batches come from `batch_rng` (saved in the checkpoint),
+// dropout masks from a key derived from (seed, iter, micro-step), evaluation batches from a
+// generator derived from (seed, iter). So N steps, save, resume, N steps gives bit-identical
+// weights to 2N steps in one run (same thread count).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "lib/checkpoint.h"
+#include "lib/gpt.h"
+#include "lib/optim.h"
+#include "lib/rng.h"
+#include "lib/schedule.h"
+
+namespace hg {
+
+struct TrainConfig {
+    int batch_size = 12;
+    int gradient_accumulation_steps = 1;
+    int max_iters = 2000;
+    int eval_interval = 250;
+    int eval_iters = 20;
+    int log_interval = 10;
+    LrSchedule schedule{1e-3, 1e-4, 100, 2000, true};
+    AdamWConfig adamw{0.9f, 0.99f, 1e-8f, 0.1f};
+    double grad_clip = 1.0;  // 0 disables
+    uint64_t seed = 1337;
+    void validate() const;   // throws hg::Error naming the bad value
+};
+
+struct StepResult {
+    double loss = 0;       // mean over the micro-batches
+    double grad_norm = 0;  // before clipping
+    double lr = 0;
+};
+
+struct Trainer {
+    TrainConfig cfg;
+    GPT<float> model;
+    Arena<float> m, v;                 // AdamW moments, (P) each
+    std::vector<ParamSpan> spans;      // from the tensor table: offsets, sizes, decay flags
+    std::vector<std::string> vocab;
+    const std::vector<int>* train_ids = nullptr;
+    const std::vector<int>* val_ids = nullptr;
+    Arena<int> batch;                  // idx and targets, (B, T) each
+    Rng batch_rng;
+    TrainProgress progress;
+
+    // A fresh run: the model built for (batch_size, block_size) and initialised from seed.
+    void start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab,
+               const std::vector<int>& train_ids, const std::vector<int>& val_ids);
+    // A run resumed from a checkpoint (weights, moments, iteration, sampler state).
+    void resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids,
+                const std::vector<int>& val_ids);
+    StepResult step();
+    // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
+    // on (seed, iter), so evaluating does not disturb training's random stream.
+    double estimate_loss(const std::vector<int>& ids);
+    void save(const std::string& path) const;
+
+private:
+    void allocate(const GPTConfig& config);
+};
+
+}  // namespace hg

@@ -1,0 +1,187 @@
+// The command-line apps end to end: bad input gets one clear "error:" line and a non-zero exit
+// (never a crash or a hang), Ctrl-C saves, a NaN loss keeps the last good checkpoint, and
+// resuming through the app is exact.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "lib/checkpoint.h"
+
+using namespace hg;
+namespace fs = std::filesystem;
+
+struct Run {
+    int status;          // the exit code (128 + signal if killed)
+    std::string output;  // stdout and stderr
+};
+
+static std::string bin(const std::string& app) {
+    const char* dir = std::getenv("HANDGRAD_BIN");
+    return std::string(dir ? dir : "build") + "/" + app;
+}
+
+static Run run(const std::string& cmd) {
+    Run r{0, ""};
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+    int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r;
+}
+
+static std::string write_file(const fs::path& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+    return path.string();
+}
+
+static std::string corpus() {
+    std::string s;
+    for (int i = 0; i < 80; i++) s += "to be or not to be, that is the question; whether 'tis nobler in the mind.\n";
+    return s;
+}
+
+// A tiny model so each run takes well under a second.
+static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1";
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        path = fs::temp_directory_path() / ("handgrad-apps-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+static std::string read_bytes(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// One "error: ..." line, naming `phrase`, and a non-zero exit.
+static void expect_error(const Run& r, const std::string& phrase) {
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.status < 128);  // an orderly exit, not a signal
+    CHECK(r.output.find("error: ") != std::string::npos);
+    CHECK(r.output.find(phrase) != std::string::npos);
+}
+
+TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line", "[apps][errors]") {
+    TempDir tmp;
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string base = bin("train") + kTiny + " --out_dir=" + (tmp.path / "out").string();
+    expect_error(run(base + " --data=" + data + " --n_head=3"), "divisible by n_head");
+    expect_error(run(base + " --data=" + data + " --dropout=1.5"), "dropout");
+    expect_error(run(base + " --data=" + data + " --learning_rate=-1"), "learning_rate");
+    expect_error(run(base + " --data=" + data + " --batch_size=0"), "batch_size");
+    expect_error(run(base + " --data=" + data + " --init_from=gpt2"), "init_from");
+    expect_error(run(base + " --data=" + data + " --no_such_flag=1"), "no_such_flag");
+    expect_error(run(base + " --data=" + data + " --n_layer=two"), "n_layer");
+    expect_error(run(base + " --data=" + (tmp.path / "missing.txt").string()), "missing.txt");
+    expect_error(run(base + " --data=" + write_file(tmp.path / "empty.txt", "")), "empty");
+    expect_error(run(base + " --data=" + write_file(tmp.path / "short.txt", "abcdefghij")), "block_size");
+    expect_error(run(base + " --data=" + write_file(tmp.path / "bad.txt", "ab\xff\xfe cd")), "UTF-8");
+    expect_error(run(base + " --data=" + data + " --init_from=resume"), "ckpt.safetensors");
+}
+
+TEST_CASE("train, eval and sample work end to end; resuming through the app is exact", "[apps][resume]") {
+    TempDir tmp;
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
+    const std::string common = kTiny + " --data=" + data + " --lr_decay_iters=12 --eval_interval=6 --log_interval=3";
+    Run straight = run(bin("train") + common + " --max_iters=12 --out_dir=" + a);
+    INFO(straight.output);
+    REQUIRE(straight.status == 0);
+    CHECK(straight.output.find("val loss") != std::string::npos);
+    CHECK(fs::exists(a + "/log.csv"));
+    REQUIRE(run(bin("train") + common + " --max_iters=6 --out_dir=" + b).status == 0);
+    Run resumed = run(bin("train") + common + " --max_iters=12 --init_from=resume --out_dir=" + b);
+    INFO(resumed.output);
+    REQUIRE(resumed.status == 0);
+    CHECK(resumed.output.find("resuming") != std::string::npos);
+    Checkpoint ca = Checkpoint::load(a + "/ckpt.safetensors"), cb = Checkpoint::load(b + "/ckpt.safetensors");
+    CHECK(ca.progress.iter_num == 12);
+    CHECK(cb.progress.iter_num == 12);
+    for (const std::string& name : ca.file.names()) {
+        const auto &ea = ca.file.get(name), &eb = cb.file.get(name);
+        INFO(name);
+        REQUIRE(ea.nbytes() == eb.nbytes());
+        CHECK(std::memcmp(ea.data, eb.data, ea.nbytes()) == 0);
+    }
+
+    SECTION("eval prints the loss as JSON") {
+        Run e = run(bin("eval") + " --threads=1 --json --ckpt=" + a + "/ckpt.safetensors --text=" + data);
+        INFO(e.output);
+        CHECK(e.status == 0);
+        CHECK(e.output.find("\"bits_per_char\"") != std::string::npos);
+        CHECK(e.output.find("\"tokens\"") != std::string::npos);
+    }
+    SECTION("sample continues a prompt; a character outside the vocabulary is refused") {
+        Run s = run(bin("sample") + " --out_dir=" + a + " --start=to --max_new_tokens=20 --seed=1");
+        INFO(s.output);
+        CHECK(s.status == 0);
+        CHECK(s.output.rfind("to", 0) == 0);
+        Run greedy1 = run(bin("sample") + " --out_dir=" + a + " --start=to --max_new_tokens=20 --temperature=0");
+        Run greedy2 = run(bin("sample") + " --out_dir=" + a + " --start=to --max_new_tokens=20 --temperature=0 --seed=7");
+        CHECK(greedy1.output == greedy2.output);
+        expect_error(run(bin("sample") + " --out_dir=" + a + " --start=Zebra"), "Z");
+        // longer than block_size: the context is cropped, not overrun
+        CHECK(run(bin("sample") + " --out_dir=" + a + " --max_new_tokens=40 --start=" + std::string(30, 't')).status == 0);
+    }
+    SECTION("truncated or foreign checkpoints are refused, never crash") {
+        const std::string ck = a + "/ckpt.safetensors";
+        const std::string bytes = read_bytes(ck);
+        for (size_t cut : {size_t(0), size_t(4), size_t(100), bytes.size() / 2, bytes.size() - 1}) {
+            write_file(tmp.path / "cut.safetensors", bytes.substr(0, cut));
+            expect_error(run(bin("sample") + " --ckpt=" + (tmp.path / "cut.safetensors").string()), "cut.safetensors");
+        }
+        expect_error(run(bin("eval") + " --text=" + data + " --ckpt=" + data), "data.txt");
+        expect_error(run(bin("sample") + " --ckpt=" + (tmp.path / "nope.safetensors").string()), "nope.safetensors");
+    }
+}
+
+TEST_CASE("a non-finite loss stops training and keeps the last good checkpoint", "[apps][nan]") {
+    TempDir tmp;
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string out = (tmp.path / "out").string();
+    const std::string common = kTiny + " --data=" + data + " --out_dir=" + out;
+    REQUIRE(run(bin("train") + common + " --max_iters=4 --eval_interval=2").status == 0);
+    const std::string before = read_bytes(out + "/ckpt.safetensors");
+    // An absurd learning rate sends the weights to ±inf within a few steps: the loss becomes NaN.
+    Run r = run(bin("train") + common + " --init_from=resume --max_iters=40 --eval_interval=2 --grad_clip=0 "
+                "--learning_rate=1e30 --warmup_iters=0 --lr_decay_iters=40 --min_lr=1e30 --always_save_checkpoint=false");
+    expect_error(r, "loss is");
+    CHECK(r.output.find("untouched") != std::string::npos);
+    // No better val loss is possible from exploding weights, so nothing overwrote the file.
+    CHECK(read_bytes(out + "/ckpt.safetensors") == before);
+    CHECK_NOTHROW(Checkpoint::load(out + "/ckpt.safetensors"));
+}
+
+TEST_CASE("Ctrl-C finishes the step, saves a loadable checkpoint, and exits cleanly", "[apps][sigint]") {
+    TempDir tmp;
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string out = (tmp.path / "out").string();
+    // A run far too long to finish; SIGINT after 2 s (the handler is installed before training).
+    Run r = run("timeout --preserve-status -s INT 2 " + bin("train") + kTiny + " --data=" + data + " --out_dir=" + out +
+                " --max_iters=100000000 --eval_interval=100000000");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("interrupted: saved checkpoint") != std::string::npos);
+    Checkpoint ck = Checkpoint::load(out + "/ckpt.safetensors");
+    CHECK(ck.progress.iter_num > 0);
+}
