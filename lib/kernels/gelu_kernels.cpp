@@ -72,12 +72,18 @@ HWY_INLINE V NormalCdf(D d, V x) {
     return hn::IfThenElse(hn::Le(t, hn::Set(d, 0.927734375f)), cdf_small, cdf_large);
 }
 
-// gelu_tanh's tanh(u), u = √(2/π)·x·(1 + 0.044715 x²)
+// gelu_tanh's u = √(2/π)·x·(1 + 0.044715 x²)
 HWY_INLINE V TanhArg(D d, V x) {
-    const V x2 = hn::Mul(x, x);
-    const V u = hn::Mul(hn::Mul(hn::Set(d, kSqrt2OverPi), x),
-                        hn::MulAdd(hn::Set(d, kCubic), x2, hn::Set(d, 1.0f)));
-    return hn::Tanh(d, u);
+    return hn::Mul(hn::Mul(hn::Set(d, kSqrt2OverPi), x),
+                   hn::MulAdd(hn::Set(d, kCubic), hn::Mul(x, x), hn::Set(d, 1.0f)));
+}
+
+// sech² u = 4e/(1 + e)² with e = exp(-2|u|) in (0, 1]: no cancellation (1 - tanh² u keeps only
+// rounding error once tanh u is within a few ulp of ±1) and no overflow (e underflows to 0).
+HWY_INLINE V Sech2(D d, V u) {
+    const V e = hn::Exp(d, hn::Mul(hn::Set(d, -2.0f), hn::Abs(u)));
+    const V one_e = hn::Add(hn::Set(d, 1.0f), e);
+    return hn::Div(hn::Mul(hn::Set(d, 4.0f), e), hn::Mul(one_e, one_e));
 }
 
 // out = f(x) for the forward kernels; the tail goes through a padded buffer (see top).
@@ -132,20 +138,20 @@ void GeluErfBackward(float* dinp, const float* inp, const float* dout, size_t n)
 void GeluTanhForward(float* out, const float* inp, size_t n) {
     Map1(out, inp, n, [](D d, V x) HWY_ATTR {
         const V half_x = hn::Mul(hn::Set(d, 0.5f), x);
-        return hn::MulAdd(half_x, TanhArg(d, x), half_x);  // x/2·(1 + tanh u)
+        return hn::MulAdd(half_x, hn::Tanh(d, TanhArg(d, x)), half_x);  // x/2·(1 + tanh u)
     });
 }
 
-// gelu'(x) = (1 + tanh u)/2 + x/2·(1 - tanh² u)·√(2/π)(1 + 3·0.044715 x²)
+// gelu'(x) = (1 + tanh u)/2 + x/2·sech² u·√(2/π)(1 + 3·0.044715 x²)
 void GeluTanhBackward(float* dinp, const float* inp, const float* dout, size_t n) {
     MapGrad(dinp, inp, dout, n, [](D d, V x) HWY_ATTR {
         const V half = hn::Set(d, 0.5f);
         const V one = hn::Set(d, 1.0f);
-        const V t = TanhArg(d, x);
+        const V u = TanhArg(d, x);
         const V du = hn::Mul(hn::Set(d, kSqrt2OverPi),
                              hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x, x), one));
-        const V sech2 = hn::NegMulAdd(t, t, one);  // 1 - tanh² u
-        const V left = hn::Mul(half, hn::Add(one, t));
+        const V sech2 = Sech2(d, u);
+        const V left = hn::Mul(half, hn::Add(one, hn::Tanh(d, u)));
         return hn::MulAdd(hn::Mul(hn::Mul(half, x), sech2), du, left);
     });
 }

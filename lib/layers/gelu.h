@@ -63,8 +63,10 @@ void gelu_forward_scalar(real* out,        // (n)
 //
 // Tanh form.  gelu(x) = x/2 · (1 + tanh(u)),  u = √(2/π) · (x + 0.044715 x³):
 //   gelu'(x) = (1 + tanh u)/2                      (product rule: d/dx of x/2)
-//            + x/2 · (1 - tanh² u) · du/dx         (d tanh(u)/du = 1 - tanh² u)
+//            + x/2 · sech² u · du/dx               (d tanh(u)/du = 1 - tanh² u = sech² u)
 //   du/dx    = √(2/π) · (1 + 3·0.044715 x²)                                     (line T)
+// sech² u is computed as 1/cosh² u, not 1 - tanh² u: for |u| > ~4 tanh u rounds to within a few
+// ulp of ±1, and 1 - tanh² u would keep only that rounding error (as llm.c also does).
 //
 // The two forms differ by up to ~1e-3 in gelu'; mixing them is a real bug, and the tests
 // check that the gradient checker catches it.
@@ -83,9 +85,9 @@ void gelu_backward_scalar(real* dinp,        // (n)
             grad = cdf + x * pdf;                                                   // line E
         } else {
             const real u = real(kSqrt2OverPi) * x * (real(1) + real(kGeluCubic) * x * x);
-            const real t = std::tanh(u);
+            const real sech = real(1) / std::cosh(u);  // cosh overflows to inf: sech = 0, fine
             const real du = real(kSqrt2OverPi) * (real(1) + real(3 * kGeluCubic) * x * x);
-            grad = real(0.5) * (real(1) + t) + real(0.5) * x * (real(1) - t * t) * du;  // line T
+            grad = real(0.5) * (real(1) + std::tanh(u)) + real(0.5) * x * sech * sech * du;  // T
         }
         dinp[i] += grad * dout[i];
     }
