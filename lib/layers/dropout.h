@@ -5,9 +5,11 @@
 // The trainer derives a fresh key for every (step, micro-step, layer, site).
 // p = 0 (or evaluation) makes both passes the identity.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/errors.h"
 #include "lib/rng.h"
 
 namespace hg {
@@ -20,7 +22,7 @@ struct Dropout {
     float scale() const { return 1.0f / (1.0f - p); }
 };
 
-// out and inp may alias (in place).
+// out and inp may alias (in place). n == 0, or p outside [0, 1), is hg::Error.
 void dropout_forward(float* out, const float* inp, size_t n, Dropout drop);
 // dinp += dout · keep / (1 - p)
 void dropout_backward(float* dinp, const float* dout, size_t n, Dropout drop);
@@ -29,5 +31,40 @@ template <typename real>
 void dropout_forward_scalar(real* out, const real* inp, size_t n, Dropout drop);
 template <typename real>
 void dropout_backward_scalar(real* dinp, const real* dout, size_t n, Dropout drop);
+
+// ---------------------------------------------------------------------------------------------
+// Scalar twins.
+
+inline void dropout_check(const char* fn, size_t n, Dropout drop) {
+    check(n > 0 && n <= size_t(PTRDIFF_MAX), "{}: n ({}) must be positive", fn, std::ptrdiff_t(n));
+    check(drop.p >= 0.0f && drop.p < 1.0f, "{}: p ({}) must be in [0, 1)", fn, drop.p);  // NaN fails
+}
+
+// The multiplier of element i: 0 where dropped, 1/(1-p) where kept.
+template <typename real>
+real dropout_multiplier(const Dropout& drop, size_t i) {
+    return drop.keep(i) ? real(1) / (real(1) - real(drop.p)) : real(0);
+}
+
+template <typename real>
+void dropout_forward_scalar(real* out,        // (n)
+                            const real* inp,  // (n)
+                            size_t n, Dropout drop) {
+    dropout_check("dropout_forward", n, drop);
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] * dropout_multiplier<real>(drop, i);
+}
+
+// Dropout backward.  out_i = inp_i · m_i with m_i = keep_i / (1 - p) a constant (the mask is a
+// function of (key, i) only, not of inp), so ∂out_i/∂inp_i = m_i and
+//   dinp_i += dout_i · m_i
+// with the same mask (recomputed from the same key) and the same scale 1/(1 - p) as the forward:
+// dropped elements get no gradient, kept ones get it scaled up like their values were.
+template <typename real>
+void dropout_backward_scalar(real* dinp,        // (n)
+                             const real* dout,  // (n)
+                             size_t n, Dropout drop) {
+    dropout_check("dropout_backward", n, drop);
+    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * dropout_multiplier<real>(drop, i);
+}
 
 }  // namespace hg

@@ -1,0 +1,16 @@
+// dropout_kernels.h — the multiply half of dropout (dynamic dispatch; see simd.h).
+// lib/layers/dropout.cpp fills `mult` from the hash (scalar: 0 where dropped, 1/(1-p) where
+// kept) and calls these. Scalar twins: dropout_forward_scalar / dropout_backward_scalar in
+// lib/layers/dropout.h; the result is bit-identical to them (one IEEE multiply and one add
+// per element, no fused multiply-add).
+#pragma once
+#include <cstddef>
+
+namespace hg {
+
+// out_i = inp_i · mult_i       (out may alias inp)
+void dropout_mul_kernel(float* out, const float* inp, const float* mult, size_t n);
+// dinp_i += dout_i · mult_i
+void dropout_mul_acc_kernel(float* dinp, const float* dout, const float* mult, size_t n);
+
+}  // namespace hg

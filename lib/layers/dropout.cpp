@@ -1,0 +1,64 @@
+// dropout.cpp — the fast float dropout. The mask comes from the hash (scalar: one mix64 per
+// element), written as multipliers {0, 1/(1-p)} into a small per-chunk buffer; the multiply is
+// a Highway kernel (lib/kernels/dropout_kernels). Chunks are split across OpenMP threads; the
+// mask of element i depends only on (key, i), never on which thread computes it.
+#include "lib/layers/dropout.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lib/kernels/dropout_kernels.h"
+#include "lib/kernels/vec.h"
+
+namespace hg {
+
+// Below this many numbers a parallel region costs more than it saves.
+constexpr size_t kParallelMin = 32768;
+constexpr size_t kChunk = 4096;  // numbers per task; the multiplier buffer is 16 KiB of stack
+
+// mult[j] = multiplier of element i0 + j: 0 if dropped, 1/(1-p) if kept.
+static void fill_multipliers(float* mult, size_t i0, size_t len, const Dropout& drop) {
+    const float s = drop.scale();
+    for (size_t j = 0; j < len; j++) mult[j] = drop.keep(i0 + j) ? s : 0.0f;
+}
+
+void dropout_forward(float* out,        // (n)
+                     const float* inp,  // (n)
+                     size_t n, Dropout drop) {
+    dropout_check("dropout_forward", n, drop);
+    if (!drop.active()) {  // p = 0: the identity
+        if (out != inp) std::memmove(out, inp, n * sizeof(float));
+        return;
+    }
+    const std::ptrdiff_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+    for (std::ptrdiff_t k = 0; k < chunks; k++) {
+        const size_t i0 = k * kChunk, len = std::min(kChunk, n - i0);
+        float mult[kChunk];
+        fill_multipliers(mult, i0, len, drop);
+        dropout_mul_kernel(out + i0, inp + i0, mult, len);
+    }
+}
+
+// Backward (derivation above dropout_backward_scalar in dropout.h): out_i = inp_i · m_i with the
+// mask fixed by the key, so dinp_i += dout_i · m_i — the same multipliers, recomputed from the
+// same key (fill_multipliers), the same scale 1/(1-p).
+void dropout_backward(float* dinp,        // (n)
+                      const float* dout,  // (n)
+                      size_t n, Dropout drop) {
+    dropout_check("dropout_backward", n, drop);
+    if (!drop.active()) {  // p = 0: the gradient passes unchanged
+        vec_acc(dinp, dout, n);
+        return;
+    }
+    const std::ptrdiff_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+    for (std::ptrdiff_t k = 0; k < chunks; k++) {
+        const size_t i0 = k * kChunk, len = std::min(kChunk, n - i0);
+        float mult[kChunk];
+        fill_multipliers(mult, i0, len, drop);
+        dropout_mul_acc_kernel(dinp + i0, dout + i0, mult, len);
+    }
+}
+
+}  // namespace hg

@@ -1,0 +1,426 @@
+// test_layers_a.cpp — gradient checks (double, scalar twins) of encoder, LayerNorm, GELU,
+// residual and dropout; planted wrong backwards the checker must reject; bad arguments;
+// the sinusoidal table by hand; dropout's statistics; gradients accumulate (+=).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "lib/errors.h"
+#include "lib/layers/dropout.h"
+#include "lib/layers/encoder.h"
+#include "lib/layers/gelu.h"
+#include "lib/layers/layernorm.h"
+#include "lib/layers/residual.h"
+#include "tests/gradcheck.h"
+
+using namespace hg;
+using hg::test::dot;
+using hg::test::gradcheck;
+using hg::test::randn;
+using Vec = std::vector<double>;
+
+namespace {
+
+// Runs gradcheck and reports: CHECK that it passes, with the worst entry in the message.
+void check_grad(const char* what, Vec& x, const Vec& analytic, const std::function<double()>& loss) {
+    REQUIRE(x.size() == analytic.size());
+    auto res = gradcheck(x.data(), x.size(), analytic.data(), loss);
+    INFO(what << ": " << res.str());
+    CHECK(res.checked == x.size());  // every entry
+    CHECK(res.ok);
+}
+
+// The same check for a backward that is known to be wrong: the checker must reject it.
+void check_grad_fails(const char* what, Vec& x, const Vec& analytic,
+                      const std::function<double()>& loss) {
+    auto res = gradcheck(x.data(), x.size(), analytic.data(), loss);
+    INFO(what << " (planted bug): " << res.str());
+    CHECK_FALSE(res.ok);
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------
+
+struct LayerNormCase {
+    int N, C;
+    Vec inp, weight, bias, r;
+    bool has_bias = true;
+    LayerNormCase(int N_, int C_, double scale, uint64_t seed, bool with_bias)
+        : N(N_), C(C_), inp(randn(size_t(N_) * C_, seed, scale)), weight(randn(C_, seed + 1)),
+          bias(randn(C_, seed + 2)), r(randn(size_t(N_) * C_, seed + 3)), has_bias(with_bias) {
+        for (auto& w : weight) w += 1.0;  // weights near 1, as initialised, but not all equal
+    }
+    double loss() {
+        Vec out(inp.size()), mean(N), rstd(N);
+        layernorm_forward_scalar(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(),
+                                 has_bias ? bias.data() : nullptr, N, C);
+        return dot(r, out.data());
+    }
+};
+
+// A LayerNorm backward with one of the three input-gradient terms dropped (planted bug).
+enum class LnBug { NoMeanTerm, NoRstdTerm };
+void layernorm_backward_buggy(double* dinp, const double* dout, const double* inp,
+                              const double* weight, const double* mean, const double* rstd,
+                              int N, int C, LnBug bug) {
+    for (int n = 0; n < N; n++) {
+        const double *dout_n = dout + n * C, *inp_n = inp + n * C;
+        double sum_g = 0, sum_gx = 0;
+        for (int c = 0; c < C; c++) {
+            double g = dout_n[c] * weight[c];
+            sum_g += g;
+            sum_gx += g * (inp_n[c] - mean[n]) * rstd[n];
+        }
+        for (int c = 0; c < C; c++) {
+            double g = dout_n[c] * weight[c], xhat = (inp_n[c] - mean[n]) * rstd[n];
+            double t = bug == LnBug::NoMeanTerm ? g - xhat * sum_gx / C : g - sum_g / C;
+            dinp[n * C + c] += rstd[n] * t;
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("LayerNorm backward matches finite differences (dinp, dweight, dbias)",
+          "[gradcheck][layernorm]") {
+    const int B = 2, T = 3;
+    for (int C : {5, 6})
+        for (double scale : {0.1, 1.0, 10.0})
+            for (bool with_bias : {true, false}) {
+                CAPTURE(C, scale, with_bias);
+                LayerNormCase k(B * T, C, scale, 100 + C, with_bias);
+                Vec out(k.inp.size()), mean(k.N), rstd(k.N);
+                layernorm_forward_scalar(out.data(), mean.data(), rstd.data(), k.inp.data(),
+                                         k.weight.data(), with_bias ? k.bias.data() : nullptr,
+                                         k.N, C);
+                Vec dinp(k.inp.size()), dweight(C), dbias(C);
+                layernorm_backward_scalar(dinp.data(), dweight.data(),
+                                          with_bias ? dbias.data() : nullptr, k.r.data(),
+                                          k.inp.data(), k.weight.data(), mean.data(),
+                                          rstd.data(), k.N, C);
+                auto loss = [&] { return k.loss(); };
+                check_grad("dinp", k.inp, dinp, loss);
+                check_grad("dweight", k.weight, dweight, loss);
+                if (with_bias) check_grad("dbias", k.bias, dbias, loss);
+            }
+}
+
+TEST_CASE("LayerNorm: the checker rejects a backward with a dropped term", "[gradcheck][layernorm]") {
+    for (LnBug bug : {LnBug::NoMeanTerm, LnBug::NoRstdTerm}) {
+        CAPTURE(int(bug));
+        LayerNormCase k(6, 5, 1.0, 7, true);
+        Vec out(k.inp.size()), mean(k.N), rstd(k.N);
+        layernorm_forward_scalar(out.data(), mean.data(), rstd.data(), k.inp.data(),
+                                 k.weight.data(), k.bias.data(), k.N, k.C);
+        Vec dinp(k.inp.size());
+        layernorm_backward_buggy(dinp.data(), k.r.data(), k.inp.data(), k.weight.data(),
+                                 mean.data(), rstd.data(), k.N, k.C, bug);
+        check_grad_fails("dinp", k.inp, dinp, [&] { return k.loss(); });
+    }
+}
+
+// ---- GELU ------------------------------------------------------------------------------------
+
+TEST_CASE("GELU backward matches finite differences (dinp), erf and tanh forms",
+          "[gradcheck][gelu]") {
+    for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
+        for (int C : {5, 6})
+            for (double scale : {0.1, 1.0, 10.0}) {
+                CAPTURE(kind == GeluKind::Erf ? "erf" : "tanh", C, scale);
+                const size_t n = 2 * 3 * C;
+                Vec inp = randn(n, 200 + C, scale), r = randn(n, 300 + C), out(n), dinp(n);
+                gelu_backward_scalar(dinp.data(), inp.data(), r.data(), n, kind);
+                check_grad("dinp", inp, dinp, [&] {
+                    gelu_forward_scalar(out.data(), inp.data(), n, kind);
+                    return dot(r, out.data());
+                });
+            }
+}
+
+TEST_CASE("GELU: the checker rejects a scaled derivative and the other form's derivative",
+          "[gradcheck][gelu]") {
+    const size_t n = 30;
+    Vec inp = randn(n, 11), r = randn(n, 12), out(n);
+    auto loss = [&](GeluKind kind) {
+        return [&, kind] {
+            gelu_forward_scalar(out.data(), inp.data(), n, kind);
+            return dot(r, out.data());
+        };
+    };
+    for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh}) {
+        CAPTURE(kind == GeluKind::Erf ? "erf" : "tanh");
+        Vec scaled(n);
+        gelu_backward_scalar(scaled.data(), inp.data(), r.data(), n, kind);
+        for (auto& g : scaled) g *= 1.1;
+        check_grad_fails("derivative x 1.1", inp, scaled, loss(kind));
+
+        const GeluKind other = kind == GeluKind::Erf ? GeluKind::Tanh : GeluKind::Erf;
+        Vec mixed(n);
+        gelu_backward_scalar(mixed.data(), inp.data(), r.data(), n, other);
+        check_grad_fails("the other form's derivative", inp, mixed, loss(kind));
+    }
+}
+
+// ---- Encoder ---------------------------------------------------------------------------------
+
+TEST_CASE("Encoder backward matches finite differences (dwte, dwpe), repeated tokens",
+          "[gradcheck][encoder]") {
+    const int B = 2, T = 3, V = 4, maxT = 4;
+    // token 3 three times, token 1 twice, token 2 never: the scatter must accumulate.
+    const std::vector<int> idx = {1, 3, 1, 3, 3, 0};
+    for (int C : {5, 6}) {
+        CAPTURE(C);
+        Vec wte = randn(size_t(V) * C, 400 + C), r = randn(size_t(B) * T * C, 500 + C);
+        Vec out(r.size());
+
+        SECTION("learned wpe: dwte and dwpe") {
+            Vec wpe = randn(size_t(maxT) * C, 600 + C);
+            Vec dwte(wte.size()), dwpe(wpe.size());
+            encoder_backward_scalar(dwte.data(), dwpe.data(), r.data(), idx.data(), B, T, C);
+            auto loss = [&] {
+                encoder_forward_scalar(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+                return dot(r, out.data());
+            };
+            check_grad("dwte", wte, dwte, loss);
+            check_grad("dwpe", wpe, dwpe, loss);
+            for (int c = 0; c < C; c++) CHECK(dwte[2 * C + c] == 0.0);  // token 2 never occurs
+        }
+        SECTION("sinusoidal wpe: dwte only (dwpe = null)") {
+            Vec wpe(size_t(maxT) * C);
+            sinusoidal_table(wpe.data(), maxT, C);
+            Vec dwte(wte.size());
+            encoder_backward_scalar(dwte.data(), static_cast<double*>(nullptr), r.data(),
+                                    idx.data(), B, T, C);
+            check_grad("dwte", wte, dwte, [&] {
+                encoder_forward_scalar(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+                return dot(r, out.data());
+            });
+        }
+        SECTION("the checker rejects a scatter that overwrites instead of accumulating") {
+            Vec wpe = randn(size_t(maxT) * C, 600 + C);
+            Vec dwte(wte.size());
+            for (int bt = 0; bt < B * T; bt++)  // planted bug: = instead of +=
+                for (int c = 0; c < C; c++) dwte[idx[bt] * C + c] = r[bt * C + c];
+            check_grad_fails("dwte", wte, dwte, [&] {
+                encoder_forward_scalar(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+                return dot(r, out.data());
+            });
+        }
+    }
+}
+
+// ---- Residual --------------------------------------------------------------------------------
+
+TEST_CASE("Residual backward matches finite differences (dinp1, dinp2)", "[gradcheck][residual]") {
+    for (int C : {5, 6}) {
+        const size_t n = 2 * 3 * C;
+        Vec a = randn(n, 700 + C), b = randn(n, 800 + C), r = randn(n, 900 + C), out(n);
+        Vec da(n), db(n);
+        residual_backward_scalar(da.data(), db.data(), r.data(), n);
+        auto loss = [&] {
+            residual_forward_scalar(out.data(), a.data(), b.data(), n);
+            return dot(r, out.data());
+        };
+        check_grad("dinp1", a, da, loss);
+        check_grad("dinp2", b, db, loss);
+    }
+}
+
+// ---- Dropout ---------------------------------------------------------------------------------
+
+TEST_CASE("Dropout backward matches finite differences (dinp), p = 0.3, fixed key",
+          "[gradcheck][dropout]") {
+    const Dropout drop{0.3f, 0x5eed};
+    for (int C : {5, 6}) {
+        const size_t n = 2 * 3 * C;
+        Vec inp = randn(n, 1000 + C), r = randn(n, 1100 + C), out(n), dinp(n);
+        dropout_forward_scalar(out.data(), inp.data(), n, drop);
+        size_t dropped = std::count(out.begin(), out.end(), 0.0);
+        CAPTURE(C, dropped);
+        CHECK(dropped > 0);  // the check exercises both kept and dropped entries
+        CHECK(dropped < n);
+        dropout_backward_scalar(dinp.data(), r.data(), n, drop);
+        check_grad("dinp", inp, dinp, [&] {
+            dropout_forward_scalar(out.data(), inp.data(), n, drop);
+            return dot(r, out.data());
+        });
+        // The backward with another key's mask is wrong, and must be caught.
+        Vec wrong(n);
+        dropout_backward_scalar(wrong.data(), r.data(), n, Dropout{0.3f, 0x5eed + 1});
+        check_grad_fails("dinp with another key", inp, wrong, [&] {
+            dropout_forward_scalar(out.data(), inp.data(), n, drop);
+            return dot(r, out.data());
+        });
+    }
+}
+
+TEST_CASE("Dropout: p = 0 is the identity; fraction dropped ~ p; same mask in both passes",
+          "[dropout]") {
+    const size_t n = size_t(1) << 20;
+    std::vector<float> inp = randn<float>(n, 1), out(n), dinp(n, 0.0f), ones(n, 1.0f);
+
+    SECTION("p = 0: forward copies, backward passes the gradient unchanged") {
+        dropout_forward(out.data(), inp.data(), n, Dropout{0.0f, 42});
+        CHECK(out == inp);
+        dropout_backward(dinp.data(), inp.data(), n, Dropout{0.0f, 42});
+        CHECK(dinp == inp);
+    }
+    SECTION("p = 0.3: about 30% dropped, the rest scaled by 1/0.7, backward uses the same mask") {
+        const Dropout drop{0.3f, 0xabcdef};
+        dropout_forward(out.data(), inp.data(), n, drop);
+        size_t dropped = 0, bad_scale = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (out[i] == 0.0f) dropped++;
+            else if (out[i] != inp[i] * drop.scale()) bad_scale++;
+        }
+        const double frac = double(dropped) / n;  // σ = sqrt(0.3·0.7/2²⁰) = 4.5e-4
+        CAPTURE(frac);
+        CHECK(std::fabs(frac - 0.3) < 0.003);
+        CHECK(bad_scale == 0);
+        dropout_backward(dinp.data(), ones.data(), n, drop);  // dinp = multipliers
+        size_t mismatch = 0;
+        for (size_t i = 0; i < n; i++) mismatch += (dinp[i] == 0.0f) != (out[i] == 0.0f);
+        CHECK(mismatch == 0);
+        // A different key gives a different mask.
+        std::vector<float> out2(n);
+        dropout_forward(out2.data(), inp.data(), n, Dropout{0.3f, 0xabcdef + 1});
+        CHECK(out2 != out);
+    }
+    SECTION("in place (out == inp) gives the same result") {
+        const Dropout drop{0.5f, 9};
+        dropout_forward(out.data(), inp.data(), n, drop);
+        std::vector<float> x = inp;
+        dropout_forward(x.data(), x.data(), n, drop);
+        CHECK(x == out);
+    }
+}
+
+// ---- Sinusoidal table ------------------------------------------------------------------------
+
+TEST_CASE("sinusoidal_table: values by hand", "[encoder]") {
+    SECTION("row 0: sin 0 = 0 in even columns, cos 0 = 1 in odd columns") {
+        for (int C : {5, 6, 8}) {
+            std::vector<float> tab(size_t(3) * C);
+            sinusoidal_table(tab.data(), 3, C);
+            for (int c = 0; c < C; c++) CHECK(tab[c] == (c % 2 == 0 ? 0.0f : 1.0f));
+        }
+    }
+    SECTION("C = 4: frequencies 1 and 10000^(-1/2) = 0.01") {
+        std::vector<double> tab(size_t(3) * 4);
+        sinusoidal_table(tab.data(), 3, 4);
+        CHECK(tab[1 * 4 + 0] == Approx(0.8414709848078965).epsilon(1e-14));   // sin(1)
+        CHECK(tab[1 * 4 + 1] == Approx(0.5403023058681398).epsilon(1e-14));   // cos(1)
+        CHECK(tab[1 * 4 + 2] == Approx(0.009999833334166664).epsilon(1e-14));  // sin(0.01)
+        CHECK(tab[1 * 4 + 3] == Approx(0.9999500004166653).epsilon(1e-14));   // cos(0.01)
+        CHECK(tab[2 * 4 + 0] == Approx(0.9092974268256817).epsilon(1e-14));   // sin(2)
+        CHECK(tab[2 * 4 + 3] == Approx(0.9998000066665778).epsilon(1e-14));   // cos(0.02)
+    }
+    SECTION("C = 6, t = 5: frequency 10000^(-2/6) = 0.046415888...; C = 5 ends with a sine") {
+        std::vector<double> tab(size_t(6) * 6);
+        sinusoidal_table(tab.data(), 6, 6);
+        CHECK(tab[5 * 6 + 2] == Approx(0.23000171166476743).epsilon(1e-12));  // sin(5·0.0464158883)
+        CHECK(tab[5 * 6 + 3] == Approx(0.9731902242785205).epsilon(1e-12));  // cos(5·0.0464158883)
+        std::vector<double> odd(size_t(6) * 5);
+        sinusoidal_table(odd.data(), 6, 5);
+        // column 4 is 2i = 4: sin(5 · 10000^(-4/5)) = sin(5 · 6.309573e-4)
+        CHECK(odd[5 * 5 + 4] == Approx(0.003154781489306837).epsilon(1e-12));
+    }
+}
+
+// ---- Bad arguments ---------------------------------------------------------------------------
+
+TEST_CASE("Encoder: a token id outside [0, V) is an hg::Error naming it and its position",
+          "[encoder]") {
+    const int B = 2, T = 3, C = 4, V = 10;
+    std::vector<float> wte(V * C, 1.0f), wpe(T * C, 1.0f), out(B * T * C, -7.0f);
+    std::vector<int> idx = {1, 2, 3, 4, 5, 6};
+    idx[4] = 10;  // (b = 1, t = 1), == V
+    REQUIRE_THROWS_AS(encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V),
+                      hg::Error);
+    REQUIRE_THROWS_WITH(encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V),
+                        Catch::Contains("token id 10") && Catch::Contains("b = 1, t = 1") &&
+                            Catch::Contains("V = 10"));
+    CHECK(std::all_of(out.begin(), out.end(), [](float x) { return x == -7.0f; }));  // no writes
+    idx[4] = 4;
+    idx[2] = -1;
+    REQUIRE_THROWS_WITH(encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V),
+                        Catch::Contains("token id -1") && Catch::Contains("b = 0, t = 2"));
+    REQUIRE_THROWS_WITH(encoder_forward_scalar(out.data(), idx.data(), wte.data(), wpe.data(), B, T,
+                                               C, V),
+                        Catch::Contains("token id -1"));
+    idx[2] = 9;  // V - 1 is fine
+    REQUIRE_NOTHROW(encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V));
+}
+
+TEST_CASE("Negative or zero sizes and p outside [0, 1) are hg::Error",
+          "[encoder][layernorm][gelu][residual][dropout]") {
+    std::vector<float> a(64, 1.0f), b(64, 1.0f), c(64, 1.0f), d(64, 1.0f);
+    std::vector<int> idx(8, 0);
+    const int neg = -3;
+    const size_t neg_n = static_cast<size_t>(neg);  // a negative int passed as a size_t
+    float* p = a.data();
+    const float* q = b.data();
+
+    CHECK_THROWS_AS(encoder_forward(p, idx.data(), q, q, 2, neg, 4, 8), hg::Error);
+    CHECK_THROWS_AS(encoder_forward(p, idx.data(), q, q, 2, 2, 4, 0), hg::Error);
+    CHECK_THROWS_AS(encoder_backward(p, p, q, idx.data(), 0, 2, 4), hg::Error);
+    CHECK_THROWS_AS(sinusoidal_table(p, 4, 0), hg::Error);
+    CHECK_THROWS_WITH(layernorm_forward(p, c.data(), d.data(), q, q, q, 2, neg),
+                      Catch::Contains("C = -3"));
+    CHECK_THROWS_AS(layernorm_backward(p, c.data(), d.data(), q, q, q, q, q, neg, 4), hg::Error);
+    CHECK_THROWS_AS(layernorm_forward_scalar(p, c.data(), d.data(), q, q, q, 0, 4), hg::Error);
+    CHECK_THROWS_WITH(gelu_forward(p, q, neg_n, GeluKind::Erf), Catch::Contains("n (-3)"));
+    CHECK_THROWS_AS(gelu_backward(p, q, q, 0, GeluKind::Tanh), hg::Error);
+    CHECK_THROWS_AS(gelu_forward_scalar(p, q, 0, GeluKind::Tanh), hg::Error);
+    CHECK_THROWS_AS(residual_forward(p, q, q, neg_n), hg::Error);
+    CHECK_THROWS_AS(residual_backward(p, p, q, 0), hg::Error);
+    CHECK_THROWS_AS(dropout_forward(p, q, neg_n, Dropout{0.1f, 1}), hg::Error);
+    CHECK_THROWS_WITH(dropout_forward(p, q, 8, Dropout{1.0f, 1}), Catch::Contains("p (1)"));
+    CHECK_THROWS_AS(dropout_backward(p, q, 8, Dropout{-0.1f, 1}), hg::Error);
+    CHECK_THROWS_AS(dropout_forward_scalar(p, q, 8, Dropout{NAN, 1}), hg::Error);
+}
+
+// ---- Gradients accumulate --------------------------------------------------------------------
+
+TEST_CASE("Every fast backward adds into its gradient buffers (+=)",
+          "[encoder][layernorm][gelu][residual][dropout]") {
+    const int B = 2, T = 3, C = 37, V = 5, N = B * T;
+    const size_t n = size_t(N) * C;
+    auto f = [](size_t k, uint64_t seed) { return randn<float>(k, seed); };
+    // Runs `backward` into zeros and into g0; the second must equal g0 + the first.
+    auto check_acc = [](const char* what, std::vector<std::vector<float>> g0,
+                        const std::function<void(std::vector<std::vector<float>>&)>& backward) {
+        std::vector<std::vector<float>> fresh = g0, acc = g0;
+        for (auto& g : fresh) std::fill(g.begin(), g.end(), 0.0f);
+        backward(fresh);
+        backward(acc);
+        for (size_t k = 0; k < g0.size(); k++)
+            for (size_t i = 0; i < g0[k].size(); i++) {
+                INFO(what << ", gradient " << k << ", entry " << i);
+                REQUIRE(acc[k][i] == Approx(g0[k][i] + fresh[k][i]).margin(1e-5));
+            }
+    };
+    auto x = f(n, 1), dout = f(n, 2), w = f(C, 3), bias = f(C, 4);
+    std::vector<float> out(n), mean(N), rstd(N);
+    layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), N, C);
+    check_acc("layernorm", {f(n, 5), f(C, 6), f(C, 7)}, [&](auto& g) {
+        layernorm_backward(g[0].data(), g[1].data(), g[2].data(), dout.data(), x.data(), w.data(),
+                           mean.data(), rstd.data(), N, C);
+    });
+    for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
+        check_acc("gelu", {f(n, 8)}, [&](auto& g) {
+            gelu_backward(g[0].data(), x.data(), dout.data(), n, kind);
+        });
+    check_acc("residual", {f(n, 9), f(n, 10)}, [&](auto& g) {
+        residual_backward(g[0].data(), g[1].data(), dout.data(), n);
+    });
+    check_acc("dropout", {f(n, 11)}, [&](auto& g) {
+        dropout_backward(g[0].data(), dout.data(), n, Dropout{0.3f, 5});
+    });
+    const std::vector<int> idx = {4, 0, 4, 4, 1, 0};
+    check_acc("encoder", {f(size_t(V) * C, 12), f(size_t(T) * C, 13)}, [&](auto& g) {
+        encoder_backward(g[0].data(), g[1].data(), dout.data(), idx.data(), B, T, C);
+    });
+}
