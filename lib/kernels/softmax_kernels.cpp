@@ -80,13 +80,15 @@ void SoftmaxBackwardRow(float* dinp, const float* out, const float* dout, size_t
     // dot = Σ out ⊙ dout, read completely before dinp (which may alias dout) is written.
     auto vdot = hn::Zero(d);
     size_t i = 0;
-    for (; i + L <= n; i += L) vdot = hn::MulAdd(hn::LoadU(d, out + i), hn::LoadU(d, dout + i), vdot);
+    for (; i + L <= n; i += L)
+        vdot = hn::MulAdd(hn::LoadU(d, out + i), hn::LoadU(d, dout + i), vdot);
     float dot = hn::GetLane(hn::SumOfLanes(d, vdot));
     for (; i < n; i++) dot += out[i] * dout[i];
     // dinp = out ⊙ (dout - dot)
     const auto vd = hn::Set(d, dot);
     for (i = 0; i + L <= n; i += L)
-        hn::StoreU(hn::Mul(hn::LoadU(d, out + i), hn::Sub(hn::LoadU(d, dout + i), vd)), d, dinp + i);
+        hn::StoreU(hn::Mul(hn::LoadU(d, out + i), hn::Sub(hn::LoadU(d, dout + i), vd)), d,
+                   dinp + i);
     for (; i < n; i++) dinp[i] = out[i] * (dout[i] - dot);
 }
 

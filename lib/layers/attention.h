@@ -86,7 +86,8 @@ void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int 
                 for (int i = 0; i < hs; i++) out_t[i] = real(0);
                 for (int s = 0; s <= t; s++) {
                     const real p = att_t[s] * attention_dropout_factor<real>(drop, row + s);
-                    const real* v_s = qkv + ((size_t)b * T + s) * C3 + 2 * (size_t)C + (size_t)h * hs;
+                    const real* v_s =
+                        qkv + ((size_t)b * T + s) * C3 + 2 * (size_t)C + (size_t)h * hs;
                     for (int i = 0; i < hs; i++) out_t[i] += p * v_s[i];
                 }
             }
@@ -104,8 +105,8 @@ void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int 
 //   1. out = P·v, a product:   dP[t,s] = dout_t · v_s        (dP = dout · vᵀ)
 //                              dv_s   += Σ_t P[t,s] · dout_t  (dv += Pᵀ · dout)
 //   2. dropout is a fixed scale per entry:   dA[t,s] = dP[t,s] · m[t,s] / (1 - p)
-//   3. softmax, one row at a time. Its Jacobian is ∂A[t,s]/∂S[t,j] = A[t,s] (δ_sj - A[t,j]), so
-//        dS[t,j] = Σ_s dA[t,s] · A[t,s] (δ_sj - A[t,j]) = A[t,j] · (dA[t,j] - Σ_s A[t,s] dA[t,s])
+//   3. softmax, one row at a time. Its Jacobian is ∂A[t,s]/∂S[t,j] = A[t,s] (δ_sj - A[t,j]):
+//        dS[t,j] = Σ_s dA[t,s] A[t,s] (δ_sj - A[t,j]) = A[t,j] · (dA[t,j] - Σ_s A[t,s] dA[t,s])
 //      The mask: a masked score (j > t) is the constant -∞, not a function of q or k, and its
 //      probability is exactly 0; so the sums run over s ≤ t only and dS[t,j] = 0 for j > t.
 //      No gradient reaches q_t from a future key, nor k_j from an earlier query.

@@ -37,7 +37,8 @@ inline int crossentropy_count_targets(const int* targets, int N, int V) {
     int count = 0;
     for (int n = 0; n < N; n++) {
         const int y = targets[n];
-        check(y >= -1 && y < V, "cross-entropy: target {} at row {} is outside [-1, V={})", y, n, V);
+        check(y >= -1 && y < V, "cross-entropy: target {} at row {} is outside [-1, V={})", y, n,
+              V);
         count += (y != -1);
     }
     return count;
