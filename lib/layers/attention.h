@@ -7,18 +7,27 @@
 //   out    = dropout(att) · v       (T,hs), written into head h's slice of out (B,T,C)
 // The output projection is a separate linear layer.
 //
-// Stored for the backward: att (B,NH,T,T), the pre-dropout probabilities (the upper
-// triangle is never read). qkv itself is kept by the caller.
+// Stored for the backward: att (B,NH,T,T), the pre-dropout probabilities. The forward writes
+// zeros above the diagonal (s > t), but the backward never reads them. The dropout mask is not
+// stored: keep is a pure function of (drop.key, i) with i = ((b·NH + h)·T + t)·T + s, the
+// index of the probability in att, so the backward recomputes it. qkv is kept by the caller.
+//
+// Sizes must be positive and C divisible by NH (hg::Error otherwise).
 #pragma once
+#include <cmath>
 #include <cstddef>
 
+#include "lib/errors.h"
+#include "lib/kernels/softmax_kernels.h"
 #include "lib/layers/dropout.h"
 
 namespace hg {
 
+// out (B,T,C), att (B,NH,T,T), qkv (B,T,3C).
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        Dropout drop);
-// dqkv (B,T,3C) +=. scratch: (B,NH,T,T) floats of working space (contents not used after).
+// dqkv (B,T,3C) +=, dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) from the forward, the same
+// drop as the forward. scratch: (B,NH,T,T) floats of working space (contents not used after).
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, Dropout drop);
 
@@ -28,5 +37,122 @@ void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int 
 template <typename real>
 void attention_backward_scalar(real* dqkv, real* scratch, const real* dout, const real* qkv,
                                const real* att, int B, int T, int C, int NH, Dropout drop);
+
+// The checks every attention entry point makes (hg::Error naming the bad value).
+inline void attention_check_sizes(int B, int T, int C, int NH, Dropout drop) {
+    check(B > 0, "attention: batch size B must be positive (B={})", B);
+    check(T > 0, "attention: sequence length T must be positive (T={})", T);
+    check(C > 0, "attention: n_embd C must be positive (C={})", C);
+    check(NH > 0, "attention: n_head must be positive (NH={})", NH);
+    check(C % NH == 0, "n_embd (C={}) must be divisible by n_head ({})", C, NH);
+    check(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p must be in [0, 1) (p={})", drop.p);
+}
+
+// The factor dropout multiplies probability i by: 1 without dropout, else keep_i / (1 - p).
+template <typename real>
+real attention_dropout_factor(Dropout drop, size_t i) {
+    if (!drop.active()) return real(1);
+    return drop.keep(i) ? real(1) / (real(1) - real(drop.p)) : real(0);
+}
+
+// ---- scalar twins (plain loops, any number type; the gradient checks run them in double) ----
+// They loop over (b, h, t) and touch only s ≤ t; the fast path (attention.cpp) does the same
+// math as sgemm calls on blocks of rows.
+
+template <typename real>
+void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int T, int C,
+                              int NH, Dropout drop) {
+    attention_check_sizes(B, T, C, NH, drop);
+    const int hs = C / NH;
+    const size_t C3 = 3 * (size_t)C;
+    const real scale = real(1) / std::sqrt(real(hs));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const real* q_t = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
+                const size_t row = (((size_t)b * NH + h) * T + t) * T;  // att index of (t, 0)
+                real* att_t = att + row;
+                // scores for s ≤ t only: the causal mask
+                for (int s = 0; s <= t; s++) {
+                    const real* k_s = qkv + ((size_t)b * T + s) * C3 + C + (size_t)h * hs;
+                    real dot = 0;
+                    for (int i = 0; i < hs; i++) dot += q_t[i] * k_s[i];
+                    att_t[s] = dot * scale;
+                }
+                softmax_row_scalar(att_t, att_t, (size_t)t + 1);
+                for (int s = t + 1; s < T; s++) att_t[s] = real(0);  // masked: probability 0
+                // out_t = Σ_{s ≤ t} dropout(att)[t,s] · v_s
+                real* out_t = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+                for (int i = 0; i < hs; i++) out_t[i] = real(0);
+                for (int s = 0; s <= t; s++) {
+                    const real p = att_t[s] * attention_dropout_factor<real>(drop, row + s);
+                    const real* v_s =
+                        qkv + ((size_t)b * T + s) * C3 + 2 * (size_t)C + (size_t)h * hs;
+                    for (int i = 0; i < hs; i++) out_t[i] += p * v_s[i];
+                }
+            }
+}
+
+// The derivation (the fast attention_backward in attention.cpp does the same steps as sgemm
+// calls and softmax_backward_row; the step numbers match its comments).
+//
+// Forward, for one (b, h), rows t and columns s of the (T,T) matrices, s ≤ t only:
+//   S[t,s] = q_t · k_s / √hs                          scores            q, k, v: (T,hs)
+//   A[t,s] = exp(S[t,s]) / Σ_{s' ≤ t} exp(S[t,s'])    softmax over the visible row
+//   P[t,s] = A[t,s] · m[t,s] / (1 - p)                dropout, m = keep mask (P = A when p = 0)
+//   out_t  = Σ_{s ≤ t} P[t,s] · v_s                   out: (T,hs)
+// Given dout = dL/dout (T,hs):
+//   1. out = P·v, a product:   dP[t,s] = dout_t · v_s        (dP = dout · vᵀ)
+//                              dv_s   += Σ_t P[t,s] · dout_t  (dv += Pᵀ · dout)
+//   2. dropout is a fixed scale per entry:   dA[t,s] = dP[t,s] · m[t,s] / (1 - p)
+//   3. softmax, one row at a time. Its Jacobian is ∂A[t,s]/∂S[t,j] = A[t,s] (δ_sj - A[t,j]):
+//        dS[t,j] = Σ_s dA[t,s] A[t,s] (δ_sj - A[t,j]) = A[t,j] · (dA[t,j] - Σ_s A[t,s] dA[t,s])
+//      The mask: a masked score (j > t) is the constant -∞, not a function of q or k, and its
+//      probability is exactly 0; so the sums run over s ≤ t only and dS[t,j] = 0 for j > t.
+//      No gradient reaches q_t from a future key, nor k_j from an earlier query.
+//   4. S = q·kᵀ/√hs, a product:  dq_t += Σ_j dS[t,j] · k_j / √hs   (dq += dS · k / √hs)
+//                                dk_j += Σ_t dS[t,j] · q_t / √hs   (dk += dSᵀ · q / √hs)
+// dq, dk, dv are head h's slices of dqkv; everything accumulates (+=).
+template <typename real>
+void attention_backward_scalar(real* dqkv, real* scratch, const real* dout, const real* qkv,
+                               const real* att, int B, int T, int C, int NH, Dropout drop) {
+    attention_check_sizes(B, T, C, NH, drop);
+    const int hs = C / NH;
+    const size_t C3 = 3 * (size_t)C;
+    const real scale = real(1) / std::sqrt(real(hs));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const size_t off_t = ((size_t)b * T + t) * C3 + (size_t)h * hs;  // q_t in qkv
+                const real* q_t = qkv + off_t;
+                real* dq_t = dqkv + off_t;
+                const real* dout_t = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
+                const size_t row = (((size_t)b * NH + h) * T + t) * T;
+                const real* att_t = att + row;
+                real* dS_t = scratch + row;  // dA, then dS, for s ≤ t
+                for (int s = 0; s <= t; s++) {
+                    const size_t off_s = ((size_t)b * T + s) * C3 + (size_t)h * hs;  // q_s in qkv
+                    const real* v_s = qkv + off_s + 2 * (size_t)C;
+                    real* dv_s = dqkv + off_s + 2 * (size_t)C;
+                    const real f = attention_dropout_factor<real>(drop, row + s);
+                    real dP = 0;
+                    for (int i = 0; i < hs; i++) {
+                        dP += dout_t[i] * v_s[i];              // step 1: dP = dout · vᵀ
+                        dv_s[i] += att_t[s] * f * dout_t[i];   // step 1: dv += Pᵀ · dout
+                    }
+                    dS_t[s] = dP * f;                          // step 2: dA = dP · m/(1-p)
+                }
+                softmax_backward_row_scalar(dS_t, att_t, dS_t, (size_t)t + 1);  // step 3
+                for (int s = 0; s <= t; s++) {                 // step 4 (j > t: dS = 0, skipped)
+                    const size_t off_s = ((size_t)b * T + s) * C3 + (size_t)h * hs;
+                    const real* k_s = qkv + off_s + C;
+                    real* dk_s = dqkv + off_s + C;
+                    for (int i = 0; i < hs; i++) {
+                        dq_t[i] += dS_t[s] * k_s[i] * scale;   // dq += dS · k / √hs
+                        dk_s[i] += dS_t[s] * q_t[i] * scale;   // dk += dSᵀ · q / √hs
+                    }
+                }
+            }
+}
 
 }  // namespace hg

@@ -6,6 +6,8 @@
 #pragma once
 #include <cstddef>
 
+#include "lib/errors.h"
+
 namespace hg {
 
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
@@ -20,5 +22,63 @@ void linear_forward_scalar(real* out, const real* inp, const real* weight, const
 template <typename real>
 void linear_backward_scalar(real* dinp, real* dweight, real* dbias, const real* dout,
                             const real* inp, const real* weight, int N, int C, int OC);
+
+// The sizes every linear entry point checks (hg::Error naming the bad one).
+inline void linear_check_sizes(int N, int C, int OC) {
+    check(N > 0, "linear: number of rows N must be positive (N={})", N);
+    check(C > 0, "linear: input width C must be positive (C={})", C);
+    check(OC > 0, "linear: output width OC must be positive (OC={})", OC);
+}
+
+// ---- scalar twins (plain loops, any number type; the gradient checks run them in double) ----
+
+// out (N,OC) = inp (N,C) · weight (OC,C)ᵀ + bias (OC)
+template <typename real>
+void linear_forward_scalar(real* out, const real* inp, const real* weight, const real* bias,
+                           int N, int C, int OC) {
+    linear_check_sizes(N, C, OC);
+    for (int n = 0; n < N; n++) {
+        const real* inp_n = inp + (size_t)n * C;
+        real* out_n = out + (size_t)n * OC;
+        for (int o = 0; o < OC; o++) {
+            const real* w_o = weight + (size_t)o * C;
+            real sum = bias ? bias[o] : real(0);
+            for (int c = 0; c < C; c++) sum += inp_n[c] * w_o[c];
+            out_n[o] = sum;
+        }
+    }
+}
+
+// The derivation (the fast linear_backward in linear.cpp does the same three products as sgemm).
+//
+// Forward, one output entry:   out[n,o] = Σ_c inp[n,c] · W[o,c] + b[o]
+// Shapes: inp (N,C), W (OC,C), b (OC), out (N,OC); dout = dL/dout (N,OC) is given.
+// Chain rule, L depends on every out[n,o], so each input sums over the outputs it feeds:
+//   dL/dinp[n,c] = Σ_o dout[n,o] · ∂out[n,o]/∂inp[n,c] = Σ_o dout[n,o] · W[o,c]
+//                  i.e. dinp = dout · W               (N,OC)·(OC,C) = (N,C)     (term 1)
+//   dL/dW[o,c]   = Σ_n dout[n,o] · ∂out[n,o]/∂W[o,c]   = Σ_n dout[n,o] · inp[n,c]
+//                  i.e. dW = doutᵀ · inp              (OC,N)·(N,C) = (OC,C)     (term 2)
+//   dL/db[o]     = Σ_n dout[n,o] · 1
+//                  i.e. db = column sums of dout                    (OC)        (term 3)
+// Every term is added (+=), so a weight used twice (tied embeddings) collects both uses.
+template <typename real>
+void linear_backward_scalar(real* dinp, real* dweight, real* dbias, const real* dout,
+                            const real* inp, const real* weight, int N, int C, int OC) {
+    linear_check_sizes(N, C, OC);
+    for (int n = 0; n < N; n++) {
+        const real* dout_n = dout + (size_t)n * OC;
+        const real* inp_n = inp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            const real d = dout_n[o];
+            const real* w_o = weight + (size_t)o * C;
+            real* dw_o = dweight + (size_t)o * C;
+            for (int c = 0; c < C; c++) {
+                if (dinp) dinp[(size_t)n * C + c] += d * w_o[c];  // term 1: dout · W
+                dw_o[c] += d * inp_n[c];                          // term 2: doutᵀ · inp
+            }
+            if (dbias) dbias[o] += d;  // term 3: Σ_n dout[n]
+        }
+    }
+}
 
 }  // namespace hg

@@ -1,0 +1,148 @@
+// attention.cpp — causal multi-head attention, all (b, h) pairs in one parallel loop.
+//
+// Each (b, h) is one task: its q, k, v are strided slices of qkv (row stride 3C), so they go
+// to sgemm without copying. OpenBLAS (the OpenMP build) runs single-threaded inside our
+// parallel region, which is what we want: the parallelism is over heads.
+//
+// Skipping the masked upper triangle: rows are taken in blocks [t0, t1) of kRowBlock, and a
+// block only needs keys/values 0 .. t1-1 (row t sees s ≤ t < t1). So each sgemm is
+// (rows × t1) instead of (rows × T), about half the work of the full square for long T; only
+// the small diagonal block computes some masked entries, which the softmax then ignores.
+//
+// Every (b, h) is done by one thread in a fixed order, so the result does not depend on the
+// number of threads.
+#include "lib/layers/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "lib/kernels/softmax_kernels.h"
+#include "lib/matmul.h"
+
+namespace hg {
+
+constexpr int kRowBlock = 64;  // rows of scores per sgemm block
+
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                       Dropout drop) {
+    attention_check_sizes(B, T, C, NH, drop);
+    const int hs = C / NH;
+    const int C3 = 3 * C;
+    const float scale = 1.0f / std::sqrt(float(hs));
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const float* q = qkv + (size_t)b * T * C3 + (size_t)h * hs;  // (T,hs), row stride 3C
+        const float* k = q + C;                                       // (T,hs), row stride 3C
+        const float* v = q + 2 * (size_t)C;                           // (T,hs), row stride 3C
+        float* att_bh = att + (size_t)bh * T * T;                     // (T,T)
+        float* out_bh = out + (size_t)b * T * C + (size_t)h * hs;     // (T,hs), row stride C
+        for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+            const int t1 = std::min(T, t0 + kRowBlock), rows = t1 - t0;
+            float* att_blk = att_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
+            // scores[t, s] = q_t · k_s / √hs for t in [t0, t1), s in [0, t1)
+            matmul_nt(att_blk, q + (size_t)t0 * C3, k, rows, t1, hs, C3, C3, T, scale, 0.0f);
+            // softmax over the visible part s ≤ t; the masked part s > t is probability 0
+            for (int t = t0; t < t1; t++) {
+                float* att_t = att_bh + (size_t)t * T;
+                softmax_row(att_t, att_t, (size_t)t + 1);
+                std::memset(att_t + t + 1, 0, sizeof(float) * (size_t)(T - t - 1));
+            }
+            // P = dropout(att) for these rows. att must keep the pre-dropout probabilities
+            // for the backward, so the dropped copy goes to a per-thread buffer (allocated on
+            // the first call and reused; the forward has no scratch argument).
+            const float* P = att_blk;
+            int ldp = T;
+            if (drop.active()) {
+                thread_local std::vector<float> dropped;
+                if (dropped.size() < (size_t)rows * t1) dropped.resize((size_t)rows * t1);
+                const float keep_scale = drop.scale();
+                for (int t = t0; t < t1; t++) {
+                    const float* att_t = att_bh + (size_t)t * T;
+                    float* P_t = dropped.data() + (size_t)(t - t0) * t1;
+                    const size_t row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
+                    for (int s = 0; s < t1; s++)  // s > t: att is 0 already
+                        P_t[s] = drop.keep(row + s) ? att_t[s] * keep_scale : 0.0f;
+                }
+                P = dropped.data();
+                ldp = t1;
+            }
+            // out[t0:t1] = P · v[0:t1]   (rows, t1)·(t1, hs), into head h's columns of out
+            matmul_nn(out_bh + (size_t)t0 * C, P, v, rows, hs, t1, ldp, C3, C, 1.0f, 0.0f);
+        }
+    }
+}
+
+// Backward: the derivation is in attention.h above attention_backward_scalar; the step
+// numbers below are its steps. Per (b, h) and row block [t0, t1), one (rows, t1) block of
+// scratch holds in turn P, then dP, then dA, then dS:
+//   1. blk = P (att with dropout applied)             dv[0:t1] += blkᵀ · dout[t0:t1]
+//   1. blk = dout[t0:t1] · v[0:t1]ᵀ                   (dP)
+//   2. blk ⊙= m / (1 - p)                             (dA)
+//   3. blk = att ⊙ (blk - Σ_s att ⊙ blk) per row      (dS; 0 for s > t: the mask)
+//   4. dq[t0:t1] += blk · k[0:t1] / √hs,   dk[0:t1] += blkᵀ · q[t0:t1] / √hs
+// Only entries s ≤ t of att are read.
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH, Dropout drop) {
+    attention_check_sizes(B, T, C, NH, drop);
+    const int hs = C / NH;
+    const int C3 = 3 * C;
+    const float scale = 1.0f / std::sqrt(float(hs));
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const size_t off = (size_t)b * T * C3 + (size_t)h * hs;  // head h's q in qkv
+        const float* q = qkv + off;                              // (T,hs), row stride 3C
+        const float* k = q + C;
+        const float* v = q + 2 * (size_t)C;
+        float* dq = dqkv + off;                                  // (T,hs), row stride 3C
+        float* dk = dq + C;
+        float* dv = dq + 2 * (size_t)C;
+        const float* dout_bh = dout + (size_t)b * T * C + (size_t)h * hs;  // (T,hs), stride C
+        const float* att_bh = att + (size_t)bh * T * T;                    // (T,T)
+        float* scratch_bh = scratch + (size_t)bh * T * T;                  // (T,T)
+        for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+            const int t1 = std::min(T, t0 + kRowBlock), rows = t1 - t0;
+            float* blk = scratch_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
+            const float* dout_blk = dout_bh + (size_t)t0 * C;
+            // step 1: blk = P, zero above the diagonal; dv[0:t1] += Pᵀ · dout[t0:t1]
+            for (int t = t0; t < t1; t++) {
+                const float* att_t = att_bh + (size_t)t * T;
+                float* blk_t = blk + (size_t)(t - t0) * T;
+                const size_t row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
+                if (drop.active()) {
+                    const float keep_scale = drop.scale();
+                    for (int s = 0; s <= t; s++)
+                        blk_t[s] = drop.keep(row + s) ? att_t[s] * keep_scale : 0.0f;
+                } else {
+                    std::memcpy(blk_t, att_t, sizeof(float) * (size_t)(t + 1));
+                }
+                std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));
+            }
+            matmul_tn(dv, blk, dout_blk, t1, hs, rows, T, C, C3, 1.0f, 1.0f);
+            // step 1: blk = dP = dout[t0:t1] · v[0:t1]ᵀ
+            matmul_nt(blk, dout_blk, v, rows, t1, hs, C, C3, T, 1.0f, 0.0f);
+            for (int t = t0; t < t1; t++) {
+                const float* att_t = att_bh + (size_t)t * T;
+                float* blk_t = blk + (size_t)(t - t0) * T;
+                // step 2: dA = dP · m / (1 - p)
+                if (drop.active()) {
+                    const size_t row = ((size_t)bh * T + t) * T;
+                    const float keep_scale = drop.scale();
+                    for (int s = 0; s <= t; s++)
+                        blk_t[s] = drop.keep(row + s) ? blk_t[s] * keep_scale : 0.0f;
+                }
+                // step 3: the softmax Jacobian on the visible s ≤ t; the masked rest gets none
+                softmax_backward_row(blk_t, att_t, blk_t, (size_t)t + 1);
+                std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));
+            }
+            // step 4: dq[t0:t1] += dS · k[0:t1] / √hs;  dk[0:t1] += dSᵀ · q[t0:t1] / √hs
+            matmul_nn(dq + (size_t)t0 * C3, blk, k, rows, hs, t1, T, C3, C3, scale, 1.0f);
+            matmul_tn(dk, blk, q + (size_t)t0 * C3, t1, hs, rows, T, C3, C3, scale, 1.0f);
+        }
+    }
+}
+
+}  // namespace hg

@@ -1,0 +1,47 @@
+// crossentropy.cpp — fused softmax + cross-entropy, rows in parallel (see crossentropy.h; the
+// derivation of the backward sits above crossentropy_backward_scalar there).
+#include "lib/layers/crossentropy.h"
+
+#include "lib/kernels/softmax_kernels.h"
+
+namespace hg {
+
+// Rows are split among threads only when there is enough work to pay for waking them.
+constexpr size_t kParallelMin = 1u << 15;
+
+// probs (N,V), losses (N), logits (N,V), targets (N). Returns the mean over targets != -1.
+double crossentropy_forward(float* probs, float* losses, const float* logits,
+                            const int* targets, int N, int V) {
+    // Every target is checked before any work, so a bad one throws from this thread
+    // (an exception must not leave an OpenMP region).
+    const int count = crossentropy_count_targets(targets, N, V);
+#pragma omp parallel for schedule(static) if ((size_t)N * V > kParallelMin)
+    for (int n = 0; n < N; n++)
+        losses[n] = crossentropy_row(probs + (size_t)n * V, logits + (size_t)n * V, (size_t)V,
+                                     targets[n]);
+    // The mean, summed in double and in row order after the parallel part: the same bits
+    // whatever the thread count.
+    double total = 0;
+    for (int n = 0; n < N; n++) total += losses[n];
+    return count > 0 ? total / count : 0.0;
+}
+
+// dlogits (N,V) += dloss/K · (probs - onehot(targets)), rows with target -1 skipped.
+// Derivation above crossentropy_backward_scalar in crossentropy.h.
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, int N, int V,
+                           float dloss) {
+    const int count = crossentropy_count_targets(targets, N, V);
+    if (count == 0) return;
+    const float scale = dloss / float(count);  // dloss/K
+#pragma omp parallel for schedule(static) if ((size_t)N * V > kParallelMin)
+    for (int n = 0; n < N; n++) {
+        const int y = targets[n];
+        if (y == -1) continue;  // ignored row: no gradient
+        const float* probs_n = probs + (size_t)n * V;
+        float* dlogits_n = dlogits + (size_t)n * V;
+        for (int i = 0; i < V; i++) dlogits_n[i] += scale * probs_n[i];  // p_i (auto-vectorised)
+        dlogits_n[y] -= scale;                                           // -onehot
+    }
+}
+
+}  // namespace hg
