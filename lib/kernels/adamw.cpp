@@ -1,6 +1,16 @@
 // adamw.cpp — Highway implementation of adamw_update (adamw.h), compiled for every target by
 // foreach_target.h. Each operation mirrors one line of adamw_update_scalar, with no MulAdd,
 // so both round identically (the tests demand bit equality on every target).
+//
+// No contraction: g++ defaults to -ffp-contract=fast even with -std=c++17, and then fuses
+// a·b + c into one FMA wherever the target has it (AVX2, AVX-512, not SSE4). That rounds once
+// instead of twice, so the AVX2 result would differ from SSE4's, from the scalar twin's and
+// from PyTorch's. The pragma sits before every include so Highway's inlined ops share it.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels/adamw.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
