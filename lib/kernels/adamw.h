@@ -1,0 +1,66 @@
+// adamw.h — the AdamW update of one contiguous parameter tensor: a Highway kernel
+// (adamw.cpp, dynamic dispatch; see simd.h) and its plain-loop scalar twin.
+//
+// The rule and the reasons behind it are explained above adamw_step in lib/optim.h; this
+// file is the arithmetic, written in the exact order PyTorch's AdamW (torch.optim.AdamW,
+// single-tensor path) performs it, one IEEE operation at a time:
+//
+//   p ← p · (1 − lr·wd)                         param.mul_(1 - lr * weight_decay)
+//   m ← β1·m + (1 − β1)·g                       first moment  (mean of g)
+//   v ← β2·v + ((1 − β2)·g)·g                   exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2)
+//   denom = sqrt(v) / sqrt(bc2) + eps           (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)
+//   p ← p − (lr / bc1) · (m / denom)            param.addcdiv_(exp_avg, denom, -step_size)
+//
+// The per-call scalars (1 − lr·wd, 1 − β1, 1 − β2, lr/bc1, sqrt(bc2)) are computed in double
+// and then rounded once, as PyTorch computes them in Python floats (adamw_scalars below).
+// Every per-element operation is a separately rounded float operation (no fused
+// multiply-add), so the Highway kernel and the float scalar twin agree bit for bit.
+//
+// Known difference: PyTorch >= 2.0 writes the m update as exp_avg.lerp_(g, 1 − β1), i.e.
+// m + (1 − β1)·(g − m), which can round differently in the last bit; we follow the formula
+// above (also what PyTorch's fused CUDA AdamW computes).
+#pragma once
+#include <cmath>
+#include <cstddef>
+
+namespace hg {
+
+// p (n) updated in place, m (n) and v (n) the moments updated in place, g (n) the gradient.
+// bias_correction1 = 1 − β1^step, bias_correction2 = 1 − β2^step (step 1-based).
+void adamw_update(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, float bias_correction1,
+                  float bias_correction2);
+
+// The per-call constants of the update, computed in double (as PyTorch does in Python).
+struct AdamWScalars {
+    double decay;           // 1 − lr·wd
+    double one_minus_beta1;  // 1 − β1
+    double one_minus_beta2;  // 1 − β2
+    double step_size;       // lr / bc1
+    double bc2_sqrt;        // sqrt(bc2)
+};
+inline AdamWScalars adamw_scalars(double lr, double beta1, double beta2, double weight_decay,
+                                  double bias_correction1, double bias_correction2) {
+    return {1.0 - lr * weight_decay, 1.0 - beta1, 1.0 - beta2, lr / bias_correction1,
+            std::sqrt(bias_correction2)};
+}
+
+// The scalar twin: the same operations in the same order, in any number type.
+template <typename real>
+void adamw_update_scalar(real* p, const real* g, real* m, real* v, size_t n, real lr, real beta1,
+                         real beta2, real eps, real weight_decay, real bias_correction1,
+                         real bias_correction2) {
+    const AdamWScalars k = adamw_scalars(lr, beta1, beta2, weight_decay, bias_correction1,
+                                         bias_correction2);
+    const real decay = real(k.decay), c1 = real(k.one_minus_beta1), c2 = real(k.one_minus_beta2);
+    const real step_size = real(k.step_size), bc2_sqrt = real(k.bc2_sqrt);
+    for (size_t i = 0; i < n; i++) {
+        p[i] = p[i] * decay;
+        m[i] = beta1 * m[i] + c1 * g[i];
+        v[i] = beta2 * v[i] + (c2 * g[i]) * g[i];
+        real denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+        p[i] = p[i] - step_size * (m[i] / denom);
+    }
+}
+
+}  // namespace hg
