@@ -222,9 +222,14 @@ SafetensorsFile SafetensorsFile::load(const std::string& path) {
     } catch (const json::exception& e) {
         // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ...";
         // keep the part after the bracketed id.
+        // Bytes outside printable ASCII become '?': the "last read" part can quote raw bytes
+        // of a binary file, which must not reach the terminal.
         std::string what = e.what();
         size_t cut = what.find("] ");
-        fail("{}: header is not valid JSON ({})", path, cut == std::string::npos ? what : what.substr(cut + 2));
+        if (cut != std::string::npos) what = what.substr(cut + 2);
+        for (char& c : what)
+            if (c < 0x20 || c > 0x7e) c = '?';
+        fail("{}: header is not valid JSON ({})", path, what);
     }
     check(h.is_object(), "{}: header is not a JSON object but {}", path, h.type_name());
     check(duplicate.empty(), "{}: header has a duplicate key '{}'", path, duplicate);
