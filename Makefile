@@ -13,7 +13,9 @@ SAN      ?=
 # No -march=native: Highway compiles every x86 target itself and picks one at run time,
 # so one binary uses AVX-512 here and still runs on an older x86-64.
 OPT      ?= -O3
-CXXFLAGS ?= $(OPT) -g -std=c++17 -Wall -Wextra -Wshadow -Wno-unused-parameter
+# -ffp-contract=off: no silent fusing of a*b+c into FMA, so a kernel gives the same bits on
+# every SIMD target (AVX2 has FMA, SSE4 has not) and matches its scalar twin exactly.
+CXXFLAGS ?= $(OPT) -g -std=c++17 -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter
 CPPFLAGS += -I. -MMD -MP
 
 # OpenMP (switch off with OPENMP=0): our own loops, and OpenBLAS too, because we link

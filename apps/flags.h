@@ -25,6 +25,8 @@ struct ModelFlags {
     CLI::Option *o_vocab, *o_block, *o_layer, *o_head, *o_embd, *o_dropout, *o_bias, *o_tie;
 
     void add(CLI::App& app) {
+        // As nanoGPT's configurator: a flag given twice takes its last value.
+        app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
         app.add_option("--preset", preset, "course | shakespeare-char | gpt2 | gpt2-medium | lesson14")
             ->capture_default_str();
         o_vocab = app.add_option("--vocab_size", cfg.vocab_size, "V");

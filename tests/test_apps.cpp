@@ -54,7 +54,7 @@ static std::string corpus() {
 }
 
 // A tiny model so each run takes well under a second.
-static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1";
+static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
 
 struct TempDir {
     fs::path path;
