@@ -455,7 +455,7 @@ TEST_CASE("safetensors: corrupted headers throw hg::Error, never crash", "[safet
     const char interesting[] = "{}[],:\"0123456789-.eE \\xF";
     Rng rng(2024);
     int failed = 0, loaded = 0;
-    for (int iter = 0; iter < 1500; iter++) {
+    for (int iter = 0; iter < 800; iter++) {
         std::string b = full;
         const int edits = 1 + int(rng.below(3));
         for (int e = 0; e < edits; e++) {
@@ -473,7 +473,7 @@ TEST_CASE("safetensors: corrupted headers throw hg::Error, never crash", "[safet
         }
     }
     INFO(failed << " rejected, " << loaded << " still valid");
-    CHECK(failed > 1000);  // almost every edit of a compact header breaks it
+    CHECK(failed > 500);  // almost every edit of a compact header breaks it
 }
 
 TEST_CASE("safetensors: foreign files are reported as not safetensors", "[safetensors][checkpoint]") {

@@ -25,11 +25,13 @@
 
 namespace hg {
 
-// p (n) updated in place, m (n) and v (n) the moments updated in place, g (n) the gradient.
 // bias_correction1 = 1 − β1^step, bias_correction2 = 1 − β2^step (step 1-based).
-void adamw_update(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, float bias_correction1,
-                  float bias_correction2);
+void adamw_update(float* p,        // (n) parameters, updated in place
+                  const float* g,  // (n) gradient
+                  float* m,        // (n) first moment, updated in place
+                  float* v,        // (n) second moment, updated in place
+                  size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                  float bias_correction1, float bias_correction2);
 
 // The per-call constants of the update, computed in double (as PyTorch does in Python).
 struct AdamWScalars {
@@ -47,9 +49,12 @@ inline AdamWScalars adamw_scalars(double lr, double beta1, double beta2, double 
 
 // The scalar twin: the same operations in the same order, in any number type.
 template <typename real>
-void adamw_update_scalar(real* p, const real* g, real* m, real* v, size_t n, real lr, real beta1,
-                         real beta2, real eps, real weight_decay, real bias_correction1,
-                         real bias_correction2) {
+void adamw_update_scalar(real* p,        // (n)
+                         const real* g,  // (n)
+                         real* m,        // (n)
+                         real* v,        // (n)
+                         size_t n, real lr, real beta1, real beta2, real eps, real weight_decay,
+                         real bias_correction1, real bias_correction2) {
     const AdamWScalars k = adamw_scalars(lr, beta1, beta2, weight_decay, bias_correction1,
                                          bias_correction2);
     const real decay = real(k.decay), c1 = real(k.one_minus_beta1), c2 = real(k.one_minus_beta2);

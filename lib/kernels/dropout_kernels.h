@@ -1,8 +1,9 @@
 // dropout_kernels.h — the multiply half of dropout (dynamic dispatch; see simd.h).
 // lib/layers/dropout.cpp fills `mult` from the hash (scalar: 0 where dropped, 1/(1-p) where
 // kept) and calls these. Scalar twins: dropout_forward_scalar / dropout_backward_scalar in
-// lib/layers/dropout.h; the result is bit-identical to them (one IEEE multiply and one add
-// per element, no fused multiply-add).
+// lib/layers/dropout.h. The forward is one IEEE multiply, bit-identical to the twin; the
+// backward's dinp + dout·mult is fused (one rounding) on FMA targets, so it agrees with the
+// twin (compiled for baseline x86-64: two roundings) to within one rounding.
 #pragma once
 #include <cstddef>
 

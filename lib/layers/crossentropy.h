@@ -2,6 +2,8 @@
 //
 //   probs[n,:] = softmax(logits[n,:])            (max subtracted first: log-sum-exp)
 //   losses[n]  = -log probs[n, targets[n]]       (0 where targets[n] == -1: ignored)
+//                computed as log Σ exp(z - max) + (max - z[target]): finite even when the
+//                target's probability underflows to 0 in float
 //   loss       = Σ losses / (number of targets != -1)
 // Backward of the mean loss, scaled by dloss (1, or 1/K under gradient accumulation):
 //   dlogits[n,:] += dloss / count · (probs[n,:] - onehot(targets[n]))

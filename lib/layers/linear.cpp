@@ -17,7 +17,7 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
     // With a bias, copy it into every row of out first and let the sgemm add onto it
     // (beta = 1); that is one pass over out instead of a second one after the product.
     if (bias) {
-#pragma omp parallel for schedule(static) if ((size_t)N * OC > (1u << 16))
+#pragma omp parallel for schedule(static) if ((size_t)N * OC > (1u << 18))
         for (int n = 0; n < N; n++) std::memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
     }
     // out = inp · weightᵀ (+ out):  (N,C)·(OC,C)ᵀ = (N,OC)
@@ -41,7 +41,7 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
     matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);            // term 2
     if (dbias) {                                                              // term 3
         const int nblocks = (OC + kBiasCols - 1) / kBiasCols;
-#pragma omp parallel for schedule(static) if ((size_t)N * OC > (1u << 16))
+#pragma omp parallel for schedule(static) if ((size_t)N * OC > (1u << 18))
         for (int blk = 0; blk < nblocks; blk++) {
             const int o0 = blk * kBiasCols;
             const size_t width = (size_t)std::min(kBiasCols, OC - o0);

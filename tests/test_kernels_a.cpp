@@ -1,0 +1,377 @@
+// test_kernels_a.cpp — the fast float layers (Highway kernels + OpenMP) against their scalar
+// twins: on every SIMD target this CPU runs, against the float twin; against the double twin;
+// across thread counts (bit-identical); and the kernels' own Φ (erf) against double erfc.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "lib/kernels/gelu_kernels.h"
+#include "lib/kernels/simd.h"
+#include "lib/layers/dropout.h"
+#include "lib/layers/encoder.h"
+#include "lib/layers/gelu.h"
+#include "lib/layers/layernorm.h"
+#include "lib/layers/residual.h"
+#include "tests/gradcheck.h"
+
+using namespace hg;
+using hg::test::randn;
+using Floats = std::vector<float>;
+using Doubles = std::vector<double>;
+
+namespace {
+
+// How many entries differ (bitwise-equal floats compare equal). Used instead of CHECK(a == b)
+// on big arrays, which on failure would print every element.
+inline size_t mismatches(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return std::max(a.size(), b.size());
+    size_t k = 0;
+    for (size_t i = 0; i < a.size(); i++) k += !(a[i] == b[i]);
+    return k;
+}
+
+constexpr double kEps = FLT_EPSILON;  // 1.19e-7, one ulp of 1.0f
+const size_t kLengths[] = {1, 5, 7, 33, 127, 1000};
+
+// Runs body(target name) once per SIMD target, then restores normal dispatch (also on failure).
+template <class F>
+void for_each_target(F body) {
+    struct Restore {
+        ~Restore() { simd_force_target(0); }
+    } restore;
+    const auto targets = simd_targets();
+    REQUIRE(!targets.empty());
+    for (const auto& t : targets) {
+        simd_force_target(t.bits);
+        INFO("SIMD target " << t.name);
+        REQUIRE(simd_current_target() == t.name);
+        body(t.name);
+    }
+}
+
+template <class T>
+Doubles to_double(const std::vector<T>& v) { return Doubles(v.begin(), v.end()); }
+
+// max_i |a_i - ref_i| / scale, by default scale = max_i |ref_i|: the error relative to the
+// array's scale.
+template <class T>
+double scaled_error(const Floats& a, const std::vector<T>& ref, double scale = 0) {
+    double err = 0, max_ref = 0;
+    for (size_t i = 0; i < a.size(); i++) {
+        err = std::max(err, std::fabs(double(a[i]) - double(ref[i])));
+        max_ref = std::max(max_ref, std::fabs(double(ref[i])));
+    }
+    if (scale == 0) scale = max_ref;
+    return scale > 0 ? err / scale : err;
+}
+
+// The natural scale of LayerNorm's dinp = rstd·(g - mean(g) - x̂·mean(g⊙x̂)), g = dout⊙weight:
+// max over rows of rstd·max|g|. (max|dinp| can be ~0 by cancellation: C = 1 gives dinp = 0.)
+double layernorm_dinp_scale(const Floats& dout, const Floats& w, const Floats& rstd, int N, int C) {
+    double scale = 0;
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            scale = std::max(scale, double(rstd[n]) * std::fabs(double(dout[size_t(n) * C + c]) * w[c]));
+    return scale;
+}
+
+// GELU, elementwise, in ulps of the natural scale of each element:
+//   forward   |out - ref| / (eps · |x|)                 (gelu(x) = x·Φ(x), Φ in [0, 1])
+//   backward  |dinp - ref| / (eps · (|dinp0| + |dout|))  (gelu' is in [-0.17, 1.13])
+template <class T>
+double gelu_fwd_ulps(const Floats& out, const std::vector<T>& ref, const Floats& x) {
+    double worst = 0;
+    for (size_t i = 0; i < out.size(); i++)
+        worst = std::max(worst, std::fabs(double(out[i]) - double(ref[i])) /
+                                    (kEps * std::fabs(double(x[i])) + 1e-37));
+    return worst;
+}
+template <class T>
+double gelu_bwd_ulps(const Floats& dinp, const std::vector<T>& ref, const Floats& dinp0,
+                     const Floats& dout) {
+    double worst = 0;
+    for (size_t i = 0; i < dinp.size(); i++)
+        worst = std::max(worst, std::fabs(double(dinp[i]) - double(ref[i])) /
+                                    (kEps * (std::fabs(dinp0[i]) + std::fabs(dout[i])) + 1e-37));
+    return worst;
+}
+
+const char* kind_name(GeluKind k) { return k == GeluKind::Erf ? "erf" : "tanh"; }
+
+}  // namespace
+
+// ---- Φ, the kernels' erf ---------------------------------------------------------------------
+
+TEST_CASE("Kernel Phi (its erf) is within 1e-7 of double erfc on [-20, 20]", "[simd][gelu]") {
+    const size_t n = 40001;
+    Floats x(n), phi(n);
+    for (size_t i = 0; i < n; i++) x[i] = float(-20.0 + 1e-3 * double(i));
+    for_each_target([&](const std::string&) {
+        normal_cdf_kernel(phi.data(), x.data(), n);
+        double worst = 0;
+        bool monotone = true, in_range = true;
+        for (size_t i = 0; i < n; i++) {
+            const double ref = 0.5 * std::erfc(-double(x[i]) / std::sqrt(2.0));
+            worst = std::max(worst, std::fabs(phi[i] - ref));
+            if (i > 0 && phi[i] < phi[i - 1]) monotone = false;
+            if (!(phi[i] >= 0.0f && phi[i] <= 1.0f)) in_range = false;
+        }
+        INFO("max |Phi - erfc ref| = " << worst);
+        CHECK(worst <= 1e-7);
+        CHECK(monotone);
+        CHECK(in_range);
+    });
+}
+
+// ---- Kernels vs float twins, every target ----------------------------------------------------
+
+TEST_CASE("GELU kernels match the float twin on every SIMD target", "[simd][gelu]") {
+    for_each_target([&](const std::string&) {
+        for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
+            for (size_t n : kLengths)
+                for (double scale : {1.0, 10.0}) {
+                    CAPTURE(kind_name(kind), n, scale);
+                    Floats x = randn<float>(n, 17 + n, scale), dout = randn<float>(n, 18 + n);
+                    Floats dinp0 = randn<float>(n, 19 + n);
+                    Floats out(n), ref(n), dinp = dinp0, dref = dinp0;
+                    gelu_forward(out.data(), x.data(), n, kind);
+                    gelu_forward_scalar(ref.data(), x.data(), n, kind);
+                    gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
+                    gelu_backward_scalar(dref.data(), x.data(), dout.data(), n, kind);
+                    const double fwd = gelu_fwd_ulps(out, ref, x);
+                    const double bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
+                    INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
+                    CHECK(fwd <= 4);
+                    CHECK(bwd <= 8);
+                }
+    });
+}
+
+TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd][layernorm]") {
+    for_each_target([&](const std::string&) {
+        for (size_t C_ : kLengths) {
+            const int N = 3, C = int(C_);
+            const size_t n = size_t(N) * C;
+            CAPTURE(C);
+            Floats x = randn<float>(n, 31 + C, 2.0), w = randn<float>(C, 32 + C),
+                   b = randn<float>(C, 33 + C), dout = randn<float>(n, 34 + C);
+            for (auto& v : x) v += 3.0f;  // a nonzero mean, as real activations have
+            Floats out(n), mean(N), rstd(N), ref(n), rmean(N), rrstd(N);
+            layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+            layernorm_forward_scalar(ref.data(), rmean.data(), rrstd.data(), x.data(), w.data(),
+                                     b.data(), N, C);
+            Floats dinp(n), dw(C), db(C), rdinp(n), rdw(C), rdb(C);
+            layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
+                               mean.data(), rstd.data(), N, C);
+            layernorm_backward_scalar(rdinp.data(), rdw.data(), rdb.data(), dout.data(), x.data(),
+                                      w.data(), rmean.data(), rrstd.data(), N, C);
+            const double e_out = scaled_error(out, ref), e_mean = scaled_error(mean, rmean),
+                         e_rstd = scaled_error(rstd, rrstd),
+                         e_dinp = scaled_error(dinp, rdinp, layernorm_dinp_scale(dout, w, rstd, N, C)),
+                         e_dw = scaled_error(dw, rdw), e_db = scaled_error(db, rdb);
+            INFO("scaled errors: out " << e_out << " mean " << e_mean << " rstd " << e_rstd
+                                       << " dinp " << e_dinp << " dweight " << e_dw << " dbias "
+                                       << e_db);
+            CHECK(e_out <= 1e-6);
+            CHECK(e_mean <= 1e-6);
+            CHECK(e_rstd <= 1e-6);
+            CHECK(e_dinp <= 1e-6);
+            CHECK(e_dw <= 1e-6);
+            CHECK(e_db <= 1e-6);
+        }
+    });
+}
+
+TEST_CASE("Residual, dropout and encoder kernels equal the float twin on every SIMD target "
+          "(dropout backward within one rounding)", "[simd][residual][dropout][encoder]") {
+    for_each_target([&](const std::string&) {
+        for (size_t n : kLengths) {
+            CAPTURE(n);
+            Floats a = randn<float>(n, 41 + n), b = randn<float>(n, 42 + n), g = randn<float>(n, 43 + n);
+            Floats out(n), ref(n), da = b, db = g, rda = b, rdb = g;
+            residual_forward(out.data(), a.data(), b.data(), n);
+            residual_forward_scalar(ref.data(), a.data(), b.data(), n);
+            CHECK(mismatches(out, ref) == 0);
+            residual_backward(da.data(), db.data(), a.data(), n);
+            residual_backward_scalar(rda.data(), rdb.data(), a.data(), n);
+            CHECK(mismatches(da, rda) == 0);
+            CHECK(mismatches(db, rdb) == 0);
+
+            const Dropout drop{0.3f, 77};
+            Floats dx = g, rdx = g;
+            dropout_forward(out.data(), a.data(), n, drop);
+            dropout_forward_scalar(ref.data(), a.data(), n, drop);
+            CHECK(mismatches(out, ref) == 0);
+            dropout_backward(dx.data(), b.data(), n, drop);
+            dropout_backward_scalar(rdx.data(), b.data(), n, drop);
+            for (size_t i = 0; i < n; i++)  // fused on FMA targets: within one rounding
+                CHECK(std::fabs(dx[i] - rdx[i]) <= kEps * (std::fabs(g[i]) + 1.5 * std::fabs(b[i])));
+
+            // encoder with C = n
+            const int B = 2, T = 3, V = 3, C = int(n);
+            const std::vector<int> idx = {2, 0, 2, 2, 1, 2};
+            Floats wte = randn<float>(size_t(V) * C, 44 + n), wpe = randn<float>(size_t(T) * C, 45 + n);
+            Floats dout = randn<float>(size_t(B) * T * C, 46 + n);
+            Floats eo(dout.size()), er(dout.size());
+            encoder_forward(eo.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+            encoder_forward_scalar(er.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+            CHECK(mismatches(eo, er) == 0);
+            Floats dwte = wte, dwpe = wpe, rdwte = wte, rdwpe = wpe;  // nonzero: += is exercised
+            encoder_backward(dwte.data(), dwpe.data(), dout.data(), idx.data(), B, T, C);
+            encoder_backward_scalar(rdwte.data(), rdwpe.data(), dout.data(), idx.data(), B, T, C);
+            CHECK(mismatches(dwte, rdwte) == 0);
+            CHECK(mismatches(dwpe, rdwpe) == 0);
+        }
+    });
+}
+
+// ---- Fast float path vs double twin ----------------------------------------------------------
+
+TEST_CASE("Fast float layers match the double twin on random inputs",
+          "[layernorm][gelu][residual][dropout][encoder]") {
+    SECTION("LayerNorm, N = 64, C = 768 (threaded), and N = 6, C = 5") {
+        for (auto [N, C] : {std::pair<int, int>{64, 768}, {6, 5}}) {
+            CAPTURE(N, C);
+            const size_t n = size_t(N) * C;
+            Floats x = randn<float>(n, 51, 3.0), w = randn<float>(C, 52), b = randn<float>(C, 53),
+                   dout = randn<float>(n, 54);
+            Floats out(n), mean(N), rstd(N), dinp(n), dw(C), db(C);
+            layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+            layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
+                               mean.data(), rstd.data(), N, C);
+            Doubles X = to_double(x), W = to_double(w), Bb = to_double(b), DO = to_double(dout);
+            Doubles ref(n), rmean(N), rrstd(N), rdinp(n), rdw(C), rdb(C);
+            layernorm_forward_scalar(ref.data(), rmean.data(), rrstd.data(), X.data(), W.data(),
+                                     Bb.data(), N, C);
+            layernorm_backward_scalar(rdinp.data(), rdw.data(), rdb.data(), DO.data(), X.data(),
+                                      W.data(), rmean.data(), rrstd.data(), N, C);
+            const double e_out = scaled_error(out, ref),
+                         e_dinp = scaled_error(dinp, rdinp, layernorm_dinp_scale(dout, w, rstd, N, C)),
+                         e_dw = scaled_error(dw, rdw), e_db = scaled_error(db, rdb),
+                         e_rstd = scaled_error(rstd, rrstd);
+            INFO("scaled errors: out " << e_out << " rstd " << e_rstd << " dinp " << e_dinp
+                                       << " dweight " << e_dw << " dbias " << e_db);
+            CHECK(e_out <= 1e-6);
+            CHECK(e_rstd <= 1e-6);
+            CHECK(e_dinp <= 1e-6);
+            CHECK(e_dw <= 1e-6);
+            CHECK(e_db <= 1e-6);
+        }
+    }
+    SECTION("GELU, n = 100003 (threaded)") {
+        const size_t n = 100003;
+        for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
+            for (double scale : {1.0, 10.0}) {
+                CAPTURE(kind_name(kind), scale);
+                Floats x = randn<float>(n, 61, scale), dout = randn<float>(n, 62), dinp0 = randn<float>(n, 63);
+                Floats out(n), dinp = dinp0;
+                gelu_forward(out.data(), x.data(), n, kind);
+                gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
+                Doubles X = to_double(x), ref(n), dref = to_double(dinp0), DO = to_double(dout);
+                gelu_forward_scalar(ref.data(), X.data(), n, kind);
+                gelu_backward_scalar(dref.data(), X.data(), DO.data(), n, kind);
+                const double fwd = gelu_fwd_ulps(out, ref, x), bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
+                INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
+                CHECK(fwd <= 4);
+                CHECK(bwd <= 8);
+            }
+    }
+    SECTION("residual, dropout, encoder: within one rounding of the double twin") {
+        const size_t n = 100003;
+        Floats a = randn<float>(n, 71), b = randn<float>(n, 72), out(n);
+        residual_forward(out.data(), a.data(), b.data(), n);
+        Doubles ref(n), A = to_double(a), Bv = to_double(b);
+        residual_forward_scalar(ref.data(), A.data(), Bv.data(), n);
+        CHECK(scaled_error(out, ref) <= kEps);
+        const Dropout drop{0.1f, 3};
+        dropout_forward(out.data(), a.data(), n, drop);
+        dropout_forward_scalar(ref.data(), A.data(), n, drop);
+        CHECK(scaled_error(out, ref) <= kEps);
+    }
+}
+
+TEST_CASE("GELU kernels at extreme inputs: finite, with the right limits", "[simd][gelu]") {
+    const Floats x = {-1e6f, -1e3f, -60.f, -12.f, 0.f, 12.f, 60.f, 1e3f, 1e6f};
+    const size_t n = x.size();
+    for_each_target([&](const std::string&) {
+        for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh}) {
+            CAPTURE(kind_name(kind));
+            Floats out(n), grad(n, 0.0f), ones(n, 1.0f);
+            gelu_forward(out.data(), x.data(), n, kind);
+            gelu_backward(grad.data(), x.data(), ones.data(), n, kind);
+            for (size_t i = 0; i < n; i++) {
+                CAPTURE(x[i], out[i], grad[i]);
+                REQUIRE(std::isfinite(out[i]));
+                REQUIRE(std::isfinite(grad[i]));
+                if (x[i] <= -12.f) CHECK(std::fabs(out[i]) < 1e-20f);
+                if (x[i] >= 12.f) CHECK(out[i] == x[i]);
+                if (x[i] <= -12.f) CHECK(std::fabs(grad[i]) < 1e-20f);
+                if (x[i] >= 12.f) CHECK(grad[i] == 1.0f);
+            }
+            CHECK(out[4] == 0.0f);
+            CHECK(grad[4] == 0.5f);
+        }
+    });
+}
+
+// ---- Thread count ----------------------------------------------------------------------------
+
+#ifdef _OPENMP
+TEST_CASE("Fast layers give bit-identical results with 1, 2 and 3 threads",
+          "[layernorm][gelu][residual][dropout][encoder]") {
+    const int N = 64, C = 771;  // N·C = 49344 > the parallel threshold; C not a multiple of 64
+    const size_t n = size_t(N) * C;
+    Floats x = randn<float>(n, 81, 2.0), w = randn<float>(C, 82), b = randn<float>(C, 83),
+           dout = randn<float>(n, 84);
+    const std::vector<int> idx = [&] {
+        std::vector<int> v(N);
+        for (int i = 0; i < N; i++) v[i] = (i * 7) % 5;  // V = 5: every token repeats
+        return v;
+    }();
+    const Floats wte = randn<float>(size_t(5) * C, 85), wpe = randn<float>(size_t(16) * C, 86);
+    auto run = [&] {
+        std::vector<Floats> r;
+        Floats out(n), mean(N), rstd(N), dinp(n), dw(C), db(C);
+        layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+        layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
+                           mean.data(), rstd.data(), N, C);
+        r.insert(r.end(), {out, mean, rstd, dinp, dw, db});
+        for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh}) {
+            Floats g(n), dg(n);
+            gelu_forward(g.data(), x.data(), n, kind);
+            gelu_backward(dg.data(), x.data(), dout.data(), n, kind);
+            r.insert(r.end(), {g, dg});
+        }
+        Floats res(n), d1(n), d2(n), dr(n), dd(n);
+        residual_forward(res.data(), x.data(), dout.data(), n);
+        residual_backward(d1.data(), d2.data(), dout.data(), n);
+        dropout_forward(dr.data(), x.data(), n, Dropout{0.2f, 11});
+        dropout_backward(dd.data(), dout.data(), n, Dropout{0.2f, 11});
+        Floats enc(n), dwte(wte.size()), dwpe(wpe.size());
+        encoder_forward(enc.data(), idx.data(), wte.data(), wpe.data(), 4, 16, C, 5);  // B·T = N
+        encoder_backward(dwte.data(), dwpe.data(), dout.data(), idx.data(), 4, 16, C);
+        r.insert(r.end(), {res, d1, d2, dr, dd, enc, dwte, dwpe});
+        return r;
+    };
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const auto one = run();
+    for (int threads : {2, 3}) {
+        omp_set_num_threads(threads);
+        CAPTURE(threads);
+        const auto many = run();
+        for (size_t k = 0; k < one.size(); k++) {
+            CAPTURE(k);
+            CHECK(mismatches(one[k], many[k]) == 0);
+        }
+    }
+    omp_set_num_threads(saved);
+}
+#endif
