@@ -191,9 +191,17 @@ void gpt_init(GPT<real>& m, uint64_t seed) {
 // ----------------------------------------------------------------------------------------------
 // Forward and backward.
 
+// Zeroes a backward scratch buffer before a layer adds into it (time charged to "other").
 template <typename real>
-static void zero(real* p, size_t n) {
+static void zero(const GPT<real>& m, real* p, size_t n) {
     std::memset(p, 0, n * sizeof(real));
+    if (m.profile) m.profile->tick(Work::Other, true);
+}
+
+// Charges the time since the previous tick to `kind` (only when a Profile is attached).
+template <typename real>
+static void tick(const GPT<real>& m, Work kind, bool backward) {
+    if (m.profile) m.profile->tick(kind, backward);
 }
 
 // Each dropout site gets its own mask: the key mixes the step's key with (layer, site).
@@ -221,8 +229,10 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
     ActivationTensors<real>& a = m.acts;
     const real* wpe = c.pos == PosEncoding::Learned ? p.wpe : a.pos_table;
     encoder_forward(a.encoded, m.inputs, p.wte, wpe, B, T, C, V);  // (N, C)
+    tick(m, Work::Embedding, false);
     Dropout drop = dropout_at(m, 0, kEmbedding);
     if (drop.active()) dropout_forward(a.encoded, a.encoded, NC, drop);
+    tick(m, Work::Dropout, false);
 
     const real* x = a.encoded;  // the residual stream entering each block, (N, C)
     for (int l = 0; l < L; l++) {
@@ -230,25 +240,40 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
         BlockActivations<real>& s = a.h[l];
         // x += attn(ln_1(x))
         layernorm_forward(s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C);
+        tick(m, Work::LayerNorm, false);
         linear_forward(s.qkv, s.ln_1, w.attn_w, w.attn_b, N, C, 3 * C);            // (N, 3C)
-        attention_forward(s.atty, s.att, s.qkv, B, T, C, NH, dropout_at(m, l, kAttention));
+        tick(m, Work::Matmul, false);
+        attention_forward(s.atty, s.att, m.scratch.datt, s.qkv, B, T, C, NH, dropout_at(m, l, kAttention));
+        tick(m, Work::Attention, false);
         linear_forward(s.attn_proj, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);  // (N, C)
+        tick(m, Work::Matmul, false);
         drop = dropout_at(m, l, kAttnResidual);
         if (drop.active()) dropout_forward(s.attn_proj, s.attn_proj, NC, drop);
+        tick(m, Work::Dropout, false);
         residual_forward(s.res_2, x, s.attn_proj, NC);
+        tick(m, Work::Residual, false);
         // x += mlp(ln_2(x))
         layernorm_forward(s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b, N, C);
+        tick(m, Work::LayerNorm, false);
         linear_forward(s.fc, s.ln_2, w.fc_w, w.fc_b, N, C, 4 * C);                   // (N, 4C)
+        tick(m, Work::Matmul, false);
         gelu_forward(s.fc_gelu, s.fc, N * 4 * C, c.gelu);
+        tick(m, Work::Gelu, false);
         linear_forward(s.mlp_proj, s.fc_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C);  // (N, C)
+        tick(m, Work::Matmul, false);
         drop = dropout_at(m, l, kMlpResidual);
         if (drop.active()) dropout_forward(s.mlp_proj, s.mlp_proj, NC, drop);
+        tick(m, Work::Dropout, false);
         residual_forward(s.res_3, s.res_2, s.mlp_proj, NC);
+        tick(m, Work::Residual, false);
         x = s.res_3;
     }
     layernorm_forward(a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C);
+    tick(m, Work::LayerNorm, false);
     linear_forward(a.logits, a.ln_f, p.lm_head, static_cast<const real*>(nullptr), N, C, V);  // (N, V)
+    tick(m, Work::Matmul, false);
     m.loss = targets ? crossentropy_forward(a.probs, a.losses, a.logits, m.targets, N, V) : 0.0;
+    tick(m, Work::CrossEntropy, false);
     return m.loss;
 }
 
@@ -272,14 +297,17 @@ void gpt_backward(GPT<real>& m, real dloss) {
     const real* x_last = L > 0 ? a.h[L - 1].res_3 : a.encoded;
 
     // loss = CE(logits); logits = ln_f · lm_headᵀ; ln_f = LN(x_L)
-    zero(d.dlogits, N * V);
+    zero(m, d.dlogits, N * V);
     crossentropy_backward(d.dlogits, a.probs, m.targets, N, V, dloss);
-    zero(d.dln, NC);
+    tick(m, Work::CrossEntropy, true);
+    zero(m, d.dln, NC);
     linear_backward(d.dln, g.lm_head, static_cast<real*>(nullptr), d.dlogits, a.ln_f, p.lm_head, N, C, V);
+    tick(m, Work::Matmul, true);
     real* dx = d.dres_a;     // gradient of the stream at the current block's output
     real* dmid = d.dres_b;   // ... and at its middle (res_2)
-    zero(dx, NC);
+    zero(m, dx, NC);
     layernorm_backward(dx, g.ln_f_w, g.ln_f_b, d.dln, x_last, p.ln_f_w, a.ln_f_mean, a.ln_f_rstd, N, C);
+    tick(m, Work::LayerNorm, true);
 
     for (int l = L - 1; l >= 0; l--) {
         const BlockParameters<real>& w = p.h[l];
@@ -287,39 +315,53 @@ void gpt_backward(GPT<real>& m, real dloss) {
         const BlockActivations<real>& s = a.h[l];
         const real* x = l == 0 ? a.encoded : a.h[l - 1].res_3;
         // res_3 = res_2 + mlp_proj
-        zero(dmid, NC), zero(d.dbranch, NC);
+        zero(m, dmid, NC), zero(m, d.dbranch, NC);
         residual_backward(dmid, d.dbranch, dx, NC);
+        tick(m, Work::Residual, true);
         const real* dmlp = d.dbranch;
         Dropout drop = dropout_at(m, l, kMlpResidual);
-        if (drop.active()) zero(d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dmlp = d.ddrop;
+        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dmlp = d.ddrop;
+        tick(m, Work::Dropout, true);
         // mlp_proj = fc_gelu · Wᵀ + b;  fc_gelu = gelu(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = LN(res_2)
-        zero(d.dfc_gelu, N * 4 * C);
+        zero(m, d.dfc_gelu, N * 4 * C);
         linear_backward(d.dfc_gelu, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_gelu, w.mlp_proj_w, N, 4 * C, C);
-        zero(d.dfc, N * 4 * C);
+        tick(m, Work::Matmul, true);
+        zero(m, d.dfc, N * 4 * C);
         gelu_backward(d.dfc, s.fc, d.dfc_gelu, N * 4 * C, c.gelu);
-        zero(d.dln, NC);
+        tick(m, Work::Gelu, true);
+        zero(m, d.dln, NC);
         linear_backward(d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, w.fc_w, N, C, 4 * C);
+        tick(m, Work::Matmul, true);
         layernorm_backward(dmid, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w, s.ln_2_mean, s.ln_2_rstd, N, C);
+        tick(m, Work::LayerNorm, true);
         // res_2 = x + attn_proj
-        zero(dx, NC), zero(d.dbranch, NC);
+        zero(m, dx, NC), zero(m, d.dbranch, NC);
         residual_backward(dx, d.dbranch, dmid, NC);
+        tick(m, Work::Residual, true);
         const real* dattn = d.dbranch;
         drop = dropout_at(m, l, kAttnResidual);
-        if (drop.active()) zero(d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dattn = d.ddrop;
+        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dattn = d.ddrop;
+        tick(m, Work::Dropout, true);
         // attn_proj = atty · Wᵀ + b;  atty = attention(qkv);  qkv = ln_1 · Wᵀ + b;  ln_1 = LN(x)
-        zero(d.datty, NC);
+        zero(m, d.datty, NC);
         linear_backward(d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty, w.attn_proj_w, N, C, C);
-        zero(d.dqkv, N * 3 * C);
+        tick(m, Work::Matmul, true);
+        zero(m, d.dqkv, N * 3 * C);
         attention_backward(d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, C, NH, dropout_at(m, l, kAttention));
-        zero(d.dln, NC);
+        tick(m, Work::Attention, true);
+        zero(m, d.dln, NC);
         linear_backward(d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, w.attn_w, N, C, 3 * C);
+        tick(m, Work::Matmul, true);
         layernorm_backward(dx, gw.ln_1_w, gw.ln_1_b, d.dln, x, w.ln_1_w, s.ln_1_mean, s.ln_1_rstd, N, C);
+        tick(m, Work::LayerNorm, true);
     }
     // encoded = dropout(wte[idx] + wpe)
     Dropout drop = dropout_at(m, 0, kEmbedding);
-    if (drop.active()) zero(d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
+    if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
+    tick(m, Work::Dropout, true);
     encoder_backward(g.wte, c.pos == PosEncoding::Learned ? g.wpe : static_cast<real*>(nullptr), dx,
                      m.inputs, B, T, C);
+    tick(m, Work::Embedding, true);
 }
 
 template void gpt_build(GPT<float>&, const GPTConfig&, int, int);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/config.h"
+#include "lib/profile.h"
 #include "lib/tensor.h"
 
 namespace hg {
@@ -133,6 +134,7 @@ struct GPT {
     bool training = false;
     uint64_t dropout_key = 0;
     double loss = 0;
+    Profile* profile = nullptr;         // when set, each layer's time is charged to it (build/bench)
 };
 
 // Allocates every arena for batches up to (max_B, max_T): nothing is allocated after this.

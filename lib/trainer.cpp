@@ -66,9 +66,11 @@ StepResult Trainer::step() {
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
     StepResult r;
+    if (model.profile) model.profile->restart();
     gpt_zero_grad(model);
     for (int k = 0; k < K; k++) {
         sample_batch(idx, targets, *train_ids, B, T, batch_rng, "train");
+        if (model.profile) model.profile->tick(Work::Other, false);
         const uint64_t key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
         r.loss += gpt_forward(model, idx, targets, B, T, ForwardMode{true, key}) / K;
         gpt_backward(model, 1.0f / K);  // the mean over K micro-batches
@@ -79,6 +81,7 @@ StepResult Trainer::step() {
     progress.adam_step += 1;
     adamw_step(model.params_memory.data(), model.grads_memory.data(), m.data(), v.data(), spans, float(r.lr),
                cfg.adamw, progress.adam_step);
+    if (model.profile) model.profile->tick(Work::AdamW, true);
     progress.iter_num += 1;
     progress.rng_batch = batch_rng.state;
     return r;

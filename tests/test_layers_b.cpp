@@ -23,6 +23,12 @@
 #include "tests/gradcheck.h"
 
 using hg::Dropout;
+
+// Working space for attention_forward's dropout (B·NH·T·T floats; the tests' shapes are small).
+static float* attention_scratch() {
+    static std::vector<float> scratch(1 << 20);
+    return scratch.data();
+}
 using hg::test::dot;
 using hg::test::gradcheck;
 using hg::test::GradCheckResult;
@@ -333,7 +339,7 @@ TEST_CASE("attention: batched heads equal a per-head loop", "[attention]") {
         std::vector<float> out(ref.size()), att(att_d.size());
         attention_per_head(ref.data(), qkv_d.data(), B, T, C, NH, drop);
         hg::attention_forward_scalar(out_d.data(), att_d.data(), qkv_d.data(), B, T, C, NH, drop);
-        hg::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, drop);
+        hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
         INFO("B=" << B << " T=" << T << " C=" << C << " NH=" << NH << " p=" << sh.p);
         CHECK(worst_ratio(out_d.data(), ref.data(), ref.size(), 1e-12, 1e-12) <= 1.0);  // double
         CHECK(worst_ratio(out.data(), ref.data(), ref.size(), 1e-5, 1e-5) <= 1.0);      // float
@@ -348,7 +354,7 @@ TEST_CASE("attention is causal: changing position t leaves earlier outputs bit-i
         auto qkv = randn<float>((size_t)B * T * 3 * C, 51);
         std::vector<float> out((size_t)B * T * C), att((size_t)B * NH * T * T);
         std::vector<double> qkv_d = to_double(qkv), out_d(out.size()), att_d(att.size());
-        hg::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, drop);
+        hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
         hg::attention_forward_scalar(out_d.data(), att_d.data(), qkv_d.data(), B, T, C, NH, drop);
         for (int t : {0, 1, 5, 63, 64, 69}) {
             auto qkv2 = qkv;
@@ -358,7 +364,7 @@ TEST_CASE("attention is causal: changing position t leaves earlier outputs bit-i
             auto qkv2_d = to_double(qkv2);
             std::vector<float> out2(out.size()), att2(att.size());
             std::vector<double> out2_d(out.size()), att2_d(att.size());
-            hg::attention_forward(out2.data(), att2.data(), qkv2.data(), B, T, C, NH, drop);
+            hg::attention_forward(out2.data(), att2.data(), attention_scratch(), qkv2.data(), B, T, C, NH, drop);
             hg::attention_forward_scalar(out2_d.data(), att2_d.data(), qkv2_d.data(), B, T, C, NH,
                                          drop);
             INFO("p=" << p << " changed position t=" << t);
@@ -391,7 +397,7 @@ TEST_CASE("attention fast float path matches the double scalar twin", "[attentio
         std::vector<float> out(dout.size()), att((size_t)B * NH * T * T, 7.0f),
             scratch(att.size(), 7.0f);
         std::vector<double> out_d(out.size()), att_d(att.size()), scratch_d(att.size());
-        hg::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, drop);
+        hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
         hg::attention_forward_scalar(out_d.data(), att_d.data(), qkv_d.data(), B, T, C, NH, drop);
         hg::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B,
                                T, C, NH, drop);
@@ -409,7 +415,7 @@ TEST_CASE("attention backward never reads the upper triangle of att", "[attentio
     const int B = 1, T = 7, C = 6, NH = 2;
     auto qkv = randn<float>((size_t)B * T * 3 * C, 71), dout = randn<float>((size_t)B * T * C, 72);
     std::vector<float> out(dout.size()), att((size_t)B * NH * T * T), scratch(att.size());
-    hg::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, Dropout{});
+    hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, Dropout{});
     std::vector<float> dqkv1(qkv.size()), dqkv2(qkv.size());
     hg::attention_backward(dqkv1.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T,
                            C, NH, Dropout{});
@@ -449,7 +455,7 @@ TEST_CASE("results do not depend on the thread count (1 vs 2 threads)",
         r.out.resize(dout.size());
         std::vector<float> att((size_t)B * NH * T * T), scratch(att.size());
         r.dqkv.assign(qkv.size(), 0.0f);
-        hg::attention_forward(r.out.data(), att.data(), qkv.data(), B, T, C, NH, drop);
+        hg::attention_forward(r.out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
         hg::attention_backward(r.dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
                                B, T, C, NH, drop);
         r.probs.resize(logits.size());
@@ -496,7 +502,7 @@ TEST_CASE("attention with large scores stays finite", "[attention]") {
     auto dout = randn<float>((size_t)B * T * C, 92);
     std::vector<float> out(dout.size()), att((size_t)B * NH * T * T), scratch(att.size()),
         dqkv(qkv.size());
-    hg::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, Dropout{});
+    hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, Dropout{});
     hg::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T,
                            C, NH, Dropout{});
     CHECK(all_finite(out.data(), out.size()));
@@ -656,7 +662,7 @@ TEST_CASE("layers reject bad arguments with hg::Error", "[linear][attention][cro
     std::vector<double> dbuf(4096);
     double* d = dbuf.data();
     SECTION("attention: C not divisible by NH") {
-        CHECK_THROWS_WITH(hg::attention_forward(f, f, f, 2, 3, 6, 4, Dropout{}),
+        CHECK_THROWS_WITH(hg::attention_forward(f, f, f, f, 2, 3, 6, 4, Dropout{}),
                           "n_embd (C=6) must be divisible by n_head (4)");
         CHECK_THROWS_AS(hg::attention_backward(f, f, f, f, f, 2, 3, 6, 4, Dropout{}), hg::Error);
         CHECK_THROWS_AS(hg::attention_forward_scalar(d, d, d, 2, 3, 6, 4, Dropout{}), hg::Error);
@@ -664,13 +670,13 @@ TEST_CASE("layers reject bad arguments with hg::Error", "[linear][attention][cro
                         hg::Error);
     }
     SECTION("attention: zero or negative sizes, dropout p out of [0, 1)") {
-        CHECK_THROWS_AS(hg::attention_forward(f, f, f, -1, 3, 6, 2, Dropout{}), hg::Error);
-        CHECK_THROWS_AS(hg::attention_forward(f, f, f, 2, 0, 6, 2, Dropout{}), hg::Error);
-        CHECK_THROWS_AS(hg::attention_forward(f, f, f, 2, 3, -6, 2, Dropout{}), hg::Error);
-        CHECK_THROWS_WITH(hg::attention_forward(f, f, f, 2, 3, 6, 0, Dropout{}),
+        CHECK_THROWS_AS(hg::attention_forward(f, f, f, f, -1, 3, 6, 2, Dropout{}), hg::Error);
+        CHECK_THROWS_AS(hg::attention_forward(f, f, f, f, 2, 0, 6, 2, Dropout{}), hg::Error);
+        CHECK_THROWS_AS(hg::attention_forward(f, f, f, f, 2, 3, -6, 2, Dropout{}), hg::Error);
+        CHECK_THROWS_WITH(hg::attention_forward(f, f, f, f, 2, 3, 6, 0, Dropout{}),
                           Catch::Contains("NH=0"));
         CHECK_THROWS_AS(hg::attention_backward(f, f, f, f, f, 2, -3, 6, 2, Dropout{}), hg::Error);
-        CHECK_THROWS_AS(hg::attention_forward(f, f, f, 2, 3, 6, 2, Dropout{1.0f, 1}), hg::Error);
+        CHECK_THROWS_AS(hg::attention_forward(f, f, f, f, 2, 3, 6, 2, Dropout{1.0f, 1}), hg::Error);
     }
     SECTION("linear: zero or negative sizes") {
         CHECK_THROWS_WITH(hg::linear_forward(f, f, f, nullptr, -1, 3, 2), Catch::Contains("N=-1"));

@@ -19,15 +19,17 @@
 #include <vector>
 
 #include "lib/kernels/softmax_kernels.h"
+#include "lib/errors.h"
 #include "lib/matmul.h"
 
 namespace hg {
 
 constexpr int kRowBlock = 64;  // rows of scores per sgemm block
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       Dropout drop) {
+void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                       int C, int NH, Dropout drop) {
     attention_check_sizes(B, T, C, NH, drop);
+    check(scratch != nullptr || !drop.active(), "attention_forward: dropout needs scratch");
     const int hs = C / NH;
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -51,22 +53,20 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
                 std::memset(att_t + t + 1, 0, sizeof(float) * (size_t)(T - t - 1));
             }
             // P = dropout(att) for these rows. att must keep the pre-dropout probabilities
-            // for the backward, so the dropped copy goes to a per-thread buffer (allocated on
-            // the first call and reused; the forward has no scratch argument).
+            // for the backward, so the dropped copy goes to this (b, h)'s slice of scratch.
             const float* P = att_blk;
             int ldp = T;
             if (drop.active()) {
-                thread_local std::vector<float> dropped;
-                if (dropped.size() < (size_t)rows * t1) dropped.resize((size_t)rows * t1);
+                float* dropped = scratch + (size_t)bh * T * T;  // (rows, t1) used
                 const float keep_scale = drop.scale();
                 for (int t = t0; t < t1; t++) {
                     const float* att_t = att_bh + (size_t)t * T;
-                    float* P_t = dropped.data() + (size_t)(t - t0) * t1;
+                    float* P_t = dropped + (size_t)(t - t0) * t1;
                     const size_t row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
                     for (int s = 0; s < t1; s++)  // s > t: att is 0 already
                         P_t[s] = drop.keep(row + s) ? att_t[s] * keep_scale : 0.0f;
                 }
-                P = dropped.data();
+                P = dropped;
                 ldp = t1;
             }
             // out[t0:t1] = P · v[0:t1]   (rows, t1)·(t1, hs), into head h's columns of out

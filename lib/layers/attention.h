@@ -24,8 +24,10 @@
 namespace hg {
 
 // out (B,T,C), att (B,NH,T,T), qkv (B,T,3C).
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       Dropout drop);
+// scratch: (B,NH,T,T) floats of working space for the dropped probabilities (unused, and may be
+// null, when dropout is off).
+void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                       int C, int NH, Dropout drop);
 // dqkv (B,T,3C) +=, dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) from the forward, the same
 // drop as the forward. scratch: (B,NH,T,T) floats of working space (contents not used after).
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,

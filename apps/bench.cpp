@@ -1,0 +1,144 @@
+// bench — how fast a training step is, and how close to the machine's sgemm ceiling.
+//
+//   build/bench --preset=course --batch_size=12             (nanoGPT's CPU recipe)
+//   build/bench --preset=shakespeare-char --batch_size=64 --dropout=0
+//
+// Runs warm-up steps, then --steps timed training steps (forward, backward, clip, AdamW) on
+// random tokens, and prints the median/min/max wall time per step, tokens/s, achieved GFLOP/s
+// (FLOPs counted as `inspect` counts them: 3 × (2·(block params + C·V) + 4·T·C·L) per token),
+// the sgemm ceiling measured in this run on the same threads, and where the time goes.
+#include <cblas.h>
+#include <omp.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "apps/flags.h"
+#include "lib/count.h"
+#include "lib/kernels/simd.h"
+#include "lib/trainer.h"
+
+using namespace hg;
+
+static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The best of a few 2048³ sgemm calls: what this machine's BLAS can do on these threads.
+static double sgemm_ceiling_gflops() {
+    const int n = 2048;
+    Arena<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
+    for (size_t i = 0; i < a.size(); i++) a.data()[i] = float(i % 7) * 0.1f, b.data()[i] = float(i % 5) * 0.1f;
+    double best = 1e9;
+    for (int rep = 0; rep < 4; rep++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+        best = std::min(best, now() - t0);
+    }
+    return 2.0 * n * n * double(n) / best / 1e9;
+}
+
+static double peak_rss_mib() {  // VmHWM: the process's peak resident memory
+    std::ifstream f("/proc/self/status");
+    std::string key;
+    while (f >> key) {
+        if (key == "VmHWM:") {
+            double kb;
+            f >> kb;
+            return kb / 1024;
+        }
+        f.ignore(1 << 20, '\n');
+    }
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    CLI::App app{"handgrad bench: training-step speed against the sgemm ceiling"};
+    ModelFlags model;
+    model.add(app);
+    int batch_size = 12, steps = 10, warmup = 2, threads = 0;
+    bool json = false;
+    app.add_option("--batch_size", batch_size)->capture_default_str();
+    app.add_option("--steps", steps, "timed steps")->capture_default_str();
+    app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+    app.add_option("--threads", threads, "default: all cores");
+    app.add_flag("--json", json, "one JSON object");
+    return run_app(app, argc, argv, [&] {
+        check(steps >= 1 && warmup >= 0, "--steps must be positive and --warmup >= 0");
+        if (threads > 0) omp_set_num_threads(threads);
+        threads = omp_get_max_threads();
+        openblas_set_num_threads(threads);
+        const GPTConfig c = model.config();
+        const int T = c.block_size;
+
+        // Random tokens stand in for text: speed does not depend on what the tokens are.
+        std::vector<int> ids(std::max<size_t>(200000, size_t(4) * T));
+        Rng rng(1);
+        for (int& t : ids) t = int(rng.below(c.vocab_size));
+        std::vector<std::string> vocab(c.vocab_size, "?");
+        TrainConfig tc;
+        tc.batch_size = batch_size, tc.max_iters = warmup + steps;
+        tc.schedule = LrSchedule{1e-4, 1e-5, 0, warmup + steps, true};
+        Trainer trainer;
+        trainer.start(c, tc, vocab, ids, ids);
+
+        for (int i = 0; i < warmup; i++) trainer.step();
+        Profile profile;
+        trainer.model.profile = &profile;
+        std::vector<double> ms;
+        for (int i = 0; i < steps; i++) {
+            const double t0 = now();
+            trainer.step();
+            ms.push_back(1000 * (now() - t0));
+        }
+        trainer.model.profile = nullptr;
+        std::vector<double> sorted = ms;
+        std::sort(sorted.begin(), sorted.end());
+        const double median = sorted[sorted.size() / 2];
+        const double tokens = double(batch_size) * T;
+        const double flops = count_flops(c, T).training * tokens;
+        const double gflops = flops / (median / 1000) / 1e9;
+        const double ceiling = sgemm_ceiling_gflops();
+        const double P = double(trainer.model.num_parameters);
+        const double state_mib = 4 * P * 4 / 1048576.0;  // params, grads, m, v
+        const double acts_mib = 4.0 * double(trainer.model.acts_memory.size() + trainer.model.scratch_memory.size()) / 1048576.0;
+        const double rss = peak_rss_mib();
+
+        if (json) {
+            nlohmann::ordered_json j = {{"preset", model.preset}, {"batch_size", batch_size}, {"block_size", T},
+                                        {"dropout", c.dropout}, {"threads", threads}, {"parameters", P},
+                                        {"ms_median", median}, {"ms_min", sorted.front()}, {"ms_max", sorted.back()},
+                                        {"tokens_per_s", tokens / (median / 1000)}, {"gflops", gflops},
+                                        {"sgemm_ceiling_gflops", ceiling}, {"ceiling_ratio", gflops / ceiling},
+                                        {"peak_rss_mib", rss}, {"state_mib", state_mib}, {"activations_mib", acts_mib}};
+            for (int bwd = 0; bwd < 2; bwd++)
+                for (int k = 0; k < Profile::kKinds; k++)
+                    j[bwd ? "backward_ms" : "forward_ms"][work_name(Work(k))] = 1000 * profile.seconds[bwd][k] / steps;
+            fmt::print("{}\n", j.dump());
+            return 0;
+        }
+        fmt::print("bench: preset {}, B={} T={} L={} C={} NH={} V={} dropout={}, {:.2f} M parameters\n", model.preset,
+                   batch_size, T, c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.dropout, P / 1e6);
+        fmt::print("threads {}, SIMD {}, {} timed steps after {} warm-up\n\n", threads, simd_current_target(), steps, warmup);
+        fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(), sorted.back());
+        fmt::print("  throughput    {:.0f} tokens/s\n", tokens / (median / 1000));
+        fmt::print("  compute       {:.2f} GFLOP per step, {:.1f} GFLOP/s achieved\n", flops / 1e9, gflops);
+        fmt::print("  sgemm ceiling {:.1f} GFLOP/s (2048³ on {} threads): {:.0f} % of it\n", ceiling, threads,
+                   100 * gflops / ceiling);
+        fmt::print("  memory        peak RSS {:.0f} MiB; params+grads+2 moments {:.0f} MiB, activations+scratch {:.0f} MiB\n\n",
+                   rss, state_mib, acts_mib);
+        fmt::print("  {:<26} {:>10} {:>10} {:>8}\n", "where the time goes (ms)", "forward", "backward", "share");
+        double total = 0;
+        for (auto& col : profile.seconds)
+            for (double s : col) total += s;
+        for (int k = 0; k < Profile::kKinds; k++) {
+            const double f = profile.seconds[0][k], b = profile.seconds[1][k];
+            if (f + b == 0) continue;
+            fmt::print("  {:<26} {:>10.2f} {:>10.2f} {:>7.1f} %\n", work_name(Work(k)), 1000 * f / steps,
+                       1000 * b / steps, 100 * (f + b) / total);
+        }
+        return 0;
+    });
+}
