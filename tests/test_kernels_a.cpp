@@ -1,6 +1,18 @@
 // test_kernels_a.cpp — the fast float layers (Highway kernels + OpenMP) against their scalar
 // twins: on every SIMD target this CPU runs, against the float twin; against the double twin;
 // across thread counts (bit-identical); and the kernels' own Φ (erf) against double erfc.
+//
+// Tolerances (eps = FLT_EPSILON = 1.19e-7), with the worst values measured on this machine
+// (AVX2, SSE4, SSSE3, SCALAR targets) when they were set:
+//   Φ kernel vs double erfc, x in [-20, 20]       |err| <= 1e-7               measured 6.5e-8
+//   GELU forward, elementwise                      <= 3 eps·|x|                measured 1.0
+//   GELU backward, elementwise                     <= 4 eps·(|dinp0| + |dout|) measured 1.83
+//     (both vs the float twin, which uses std::erfc / std::tanh / std::cosh, and vs double)
+//   LayerNorm vs float twin, max error / max |ref| <= 2e-6                     measured 7.8e-7
+//     (the mean of C = 1000 numbers summed in another order; dinp is scaled by rstd·max|g|)
+//   LayerNorm vs double twin                       <= 1e-6                     measured 3.1e-7
+//   residual, dropout forward, encoder: bit-identical to the float twin (one IEEE op each);
+//   dropout backward: within one rounding (fused multiply-add on FMA targets).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -38,6 +50,8 @@ inline size_t mismatches(const std::vector<float>& a, const std::vector<float>& 
 }
 
 constexpr double kEps = FLT_EPSILON;  // 1.19e-7, one ulp of 1.0f
+constexpr double kGeluFwdUlps = 3, kGeluBwdUlps = 4;
+constexpr double kLnVsFloatTwin = 2e-6, kLnVsDouble = 1e-6;
 const size_t kLengths[] = {1, 5, 7, 33, 127, 1000};
 
 // Runs body(target name) once per SIMD target, then restores normal dispatch (also on failure).
@@ -148,8 +162,8 @@ TEST_CASE("GELU kernels match the float twin on every SIMD target", "[simd][gelu
                     const double fwd = gelu_fwd_ulps(out, ref, x);
                     const double bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
                     INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
-                    CHECK(fwd <= 4);
-                    CHECK(bwd <= 8);
+                    CHECK(fwd <= kGeluFwdUlps);
+                    CHECK(bwd <= kGeluBwdUlps);
                 }
     });
 }
@@ -179,12 +193,12 @@ TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd]
             INFO("scaled errors: out " << e_out << " mean " << e_mean << " rstd " << e_rstd
                                        << " dinp " << e_dinp << " dweight " << e_dw << " dbias "
                                        << e_db);
-            CHECK(e_out <= 1e-6);
-            CHECK(e_mean <= 1e-6);
-            CHECK(e_rstd <= 1e-6);
-            CHECK(e_dinp <= 1e-6);
-            CHECK(e_dw <= 1e-6);
-            CHECK(e_db <= 1e-6);
+            CHECK(e_out <= kLnVsFloatTwin);
+            CHECK(e_mean <= kLnVsFloatTwin);
+            CHECK(e_rstd <= kLnVsFloatTwin);
+            CHECK(e_dinp <= kLnVsFloatTwin);
+            CHECK(e_dw <= kLnVsFloatTwin);
+            CHECK(e_db <= kLnVsFloatTwin);
         }
     });
 }
@@ -258,11 +272,11 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
                          e_rstd = scaled_error(rstd, rrstd);
             INFO("scaled errors: out " << e_out << " rstd " << e_rstd << " dinp " << e_dinp
                                        << " dweight " << e_dw << " dbias " << e_db);
-            CHECK(e_out <= 1e-6);
-            CHECK(e_rstd <= 1e-6);
-            CHECK(e_dinp <= 1e-6);
-            CHECK(e_dw <= 1e-6);
-            CHECK(e_db <= 1e-6);
+            CHECK(e_out <= kLnVsDouble);
+            CHECK(e_rstd <= kLnVsDouble);
+            CHECK(e_dinp <= kLnVsDouble);
+            CHECK(e_dw <= kLnVsDouble);
+            CHECK(e_db <= kLnVsDouble);
         }
     }
     SECTION("GELU, n = 100003 (threaded)") {
@@ -279,8 +293,8 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
                 gelu_backward_scalar(dref.data(), X.data(), DO.data(), n, kind);
                 const double fwd = gelu_fwd_ulps(out, ref, x), bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
                 INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
-                CHECK(fwd <= 4);
-                CHECK(bwd <= 8);
+                CHECK(fwd <= kGeluFwdUlps);
+                CHECK(bwd <= kGeluBwdUlps);
             }
     }
     SECTION("residual, dropout, encoder: within one rounding of the double twin") {

@@ -66,7 +66,7 @@ void gelu_forward_scalar(real* out,        // (n)
 //            + x/2 · sech² u · du/dx               (d tanh(u)/du = 1 - tanh² u = sech² u)
 //   du/dx    = √(2/π) · (1 + 3·0.044715 x²)                                     (line T)
 // sech² u is computed as 1/cosh² u, not 1 - tanh² u: for |u| > ~4 tanh u rounds to within a few
-// ulp of ±1, and 1 - tanh² u would keep only that rounding error (as llm.c also does).
+// ulp of ±1, and 1 - tanh² u would keep only that rounding error. (llm.c also uses 1/cosh².)
 //
 // The two forms differ by up to ~1e-3 in gelu'; mixing them is a real bug, and the tests
 // check that the gradient checker catches it.
