@@ -52,7 +52,7 @@ DATA        := data/tinyshakespeare/input.txt
 OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 
-.PHONY: all deps build test asan train sample data clean
+.PHONY: all deps build test asan train sample bench data clean
 .DEFAULT_GOAL := all
 all: build
 
@@ -105,6 +105,13 @@ train: build data
 	./$(BUILD)/train $(TRAIN_ARGS) --data=$(DATA) --out_dir=$(OUT_DIR) $(EXTRA)
 	./$(BUILD)/eval --ckpt=$(OUT_DIR)/ckpt.safetensors --data=$(DATA) --split=val
 	./$(BUILD)/sample --out_dir=$(OUT_DIR) --max_new_tokens=500
+
+# handgrad against the same step in PyTorch (Debian's python3-torch), side by side.
+PYTHON ?= /usr/bin/python3
+bench: build
+	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q '^install ok installed' || \
+	  ( SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); $$SUDO apt-get install -y -qq python3-torch >/dev/null )
+	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/bench.py $(BENCH_RUNS)
 
 sample: build
 	./$(BUILD)/sample --out_dir=$(OUT_DIR) $(EXTRA)
