@@ -62,7 +62,7 @@ static void print_residual_norms(GPT<float>& m, int T, const std::string& source
         for (double x : n) row += fmt::format(" {:9.4f}", x);
         fmt::print("  {:<34}{}   |H(L)|/|H(0)| = {:.4f}\n", label, row, n.back() / n.front());
     };
-    line("as initialised", plain);
+    line(source.rfind("checkpoint", 0) == 0 ? "as loaded" : "as initialised", plain);
     line("residual branches × 1/√(2L)", scaled);
 }
 
@@ -76,12 +76,18 @@ static void print_causality(GPT<float>& m, int T, const std::string& source) {
     ids[T - 1] = changed != ids[T - 1] ? changed : (changed + 1) % int(V);
     gpt_forward(m, ids.data(), nullptr, 1, T);
     fmt::print("Causality: change the last token (position {}) and compare the logits ({})\n", T, source);
+    int identical = 0;  // rows before the first that changed, all bit-identical
     for (int t = 0; t < T; t++) {
         double dmax = 0;
         for (size_t v = 0; v < V; v++) dmax = std::max(dmax, std::fabs(double(m.acts.logits[t * V + v]) - before[t * V + v]));
         const bool same = std::memcmp(&before[t * V], m.acts.logits + t * V, V * sizeof(float)) == 0;
-        fmt::print("  position {:>3}: max |dZ| = {:<12.6g} {}\n", t + 1, dmax, same ? "bit-identical" : "changed");
+        if (same && identical == t) identical++;
+        if (T <= 16 || !same || t == T - 1)  // a long context: one line for the identical prefix
+            fmt::print("  position {:>3}: max |dZ| = {:<12.6g} {}\n", t + 1, dmax, same ? "bit-identical" : "changed");
+        else if (t == 0)
+            fmt::print("  positions 1-{}: see the count below\n", T - 1);
     }
+    fmt::print("  {} of the {} earlier positions bit-identical\n", identical, T - 1);
 }
 
 static void print_circuits(const GPT<float>& m, const std::string& source) {
@@ -133,9 +139,10 @@ int main(int argc, char** argv) {
             else gpt_init(m, seed);
             const std::string source = ckpt.empty() ? fmt::format("init {}, seed {}", to_string(c.init), seed)
                                                      : fmt::format("checkpoint {}", ckpt);
-            if (norms) print_residual_norms(m, T, source);
-            if (causality) print_causality(m, T, source);
-            if (circuits) print_circuits(m, source);
+            const char* sep = "";
+            if (norms) print_residual_norms(m, T, source), sep = "\n";
+            if (causality) fmt::print("{}", sep), print_causality(m, T, source), sep = "\n";
+            if (circuits) fmt::print("{}", sep), print_circuits(m, source);
             return 0;
         }
         if (T == 0) T = c.block_size;

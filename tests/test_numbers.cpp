@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -31,6 +32,28 @@
 #include "lib/trainer.h"
 
 using namespace hg;
+
+// Runs build/inspect (HANDGRAD_BIN) with args; returns stdout + stderr.
+static std::string run_inspect(const std::string& args, int& status) {
+    const char* dir = std::getenv("HANDGRAD_BIN");
+    const std::string cmd = std::string(dir ? dir : "build") + "/inspect " + args + " 2>&1";
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    const int st = pclose(p);
+    status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return out;
+}
+
+static bool has_line(const std::string& text, const std::string& line) {
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+        if (l == line) return true;
+    return false;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Counts.
@@ -399,31 +422,31 @@ TEST_CASE("QK and OV circuits of a briefly trained course model have rank d/H = 
     }
     for (int j = 0; j < C; j++)
         CHECK(out[j] == Approx(double(s.attn_proj[j]) - m.params.h[1].attn_proj_b[j]).epsilon(1e-4).margin(1e-4));
+
+    // `inspect --ckpt --circuits` shows the same: one row per head, both ranks 32.
+    const std::string dir = (std::filesystem::temp_directory_path() / ("handgrad-circuits-" + std::to_string(getpid()))).string();
+    std::filesystem::create_directories(dir);
+    tr.save(dir + "/ckpt.safetensors");
+    int status = 0;
+    const std::string shown = run_inspect("--ckpt=" + dir + "/ckpt.safetensors --circuits", status);
+    std::filesystem::remove_all(dir);
+    INFO(shown);
+    REQUIRE(status == 0);
+    const std::regex row(R"(^\s+(\d+)\s+(\d+)\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+\S+\s+\S+$)");
+    int rows = 0;
+    std::istringstream in(shown);
+    for (std::string l; std::getline(in, l);) {
+        std::smatch mt;
+        if (!std::regex_match(l, mt, row)) continue;
+        rows++;
+        CHECK(std::stoi(mt[3]) == hs);
+        CHECK(std::stoi(mt[4]) == hs);
+    }
+    CHECK(rows == c.n_layer * c.n_head);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The numbers as `build/inspect` prints them.
-
-static std::string run_inspect(const std::string& args, int& status) {
-    const char* dir = std::getenv("HANDGRAD_BIN");
-    const std::string cmd = std::string(dir ? dir : "build") + "/inspect " + args + " 2>&1";
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    const int st = pclose(p);
-    status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return out;
-}
-
-static bool has_line(const std::string& text, const std::string& line) {
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);)
-        if (l == line) return true;
-    return false;
-}
 
 TEST_CASE("inspect prints the lesson's numbers", "[numbers][apps]") {
     int status = 0;
@@ -460,6 +483,7 @@ TEST_CASE("inspect prints the lesson's numbers", "[numbers][apps]") {
         size_t changed = 0;
         for (size_t at = out.find("changed"); at != std::string::npos; at = out.find("changed", at + 1)) changed++;
         CHECK(changed == 1);
+        CHECK(out.find("7 of the 7 earlier positions bit-identical") != std::string::npos);
     }
     SECTION("--json carries the lesson's table and the budget") {
         const std::string out = run_inspect("--preset=lesson14 --json", status);
