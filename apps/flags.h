@@ -40,7 +40,7 @@ struct ModelFlags {
         o_tie = app.add_option("--tie_weights", cfg.tie_weights, "share wte with lm_head");
         app.add_option("--pos", pos, "learned | sinusoidal");
         app.add_option("--gelu", gelu, "erf | tanh");
-        app.add_option("--init", init, "gpt2 | pytorch");
+        app.add_option("--init", init, "gpt2 | pytorch | lesson14 | lesson14-scaled");
     }
 
     // The preset with every explicitly given flag applied, validated.

@@ -1,13 +1,26 @@
 // inspect — print what the course's verification suite asks for, from a config alone:
-// the shape after every stage of a forward pass, the parameters per component, and the
-// FLOPs per token. `--json` prints the same as one JSON object.
+// the shape after every stage of a forward pass, the parameters per component (also as
+// Lesson 14's table), the FLOPs per token and the Chinchilla compute budget. `--json` prints
+// the same as one JSON object. With a model (freshly initialised, or --ckpt):
+//   --residual_norms  ‖H⁽ˡ⁾‖ along depth, as initialised and with the residual branches
+//                     scaled by 1/√(2L) (Lesson 14's Systems lens)
+//   --causality       change the last token: which rows of the logits move
+//   --circuits        per head, the numerical rank of the QK and OV circuits (≤ C/NH)
 //
 //   build/inspect --preset=course
 //   build/inspect --preset=gpt2 --json
+//   build/inspect --preset=lesson14 --residual_norms --causality
+//   build/inspect --ckpt=out-shakespeare-char/ckpt.safetensors --circuits
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstring>
+#include <optional>
+
 #include "apps/flags.h"
+#include "lib/checkpoint.h"
 #include "lib/count.h"
+#include "lib/probe.h"
 
 using namespace hg;
 
@@ -20,17 +33,118 @@ static std::string commas(double x) {  // 816640 -> "816,640"
     return out;
 }
 
+// The lesson's toy sequence (ids = [7, 13, 7, 21, 13, 5, 9, 7]), repeated to T, modulo V.
+static std::vector<int> lesson_ids(int T, int V) {
+    const int ids[8] = {7, 13, 7, 21, 13, 5, 9, 7};
+    std::vector<int> out(T);
+    for (int t = 0; t < T; t++) out[t] = ids[t % 8] % V;
+    return out;
+}
+
+// ‖H⁽ˡ⁾‖ for l = 0..L as loaded, then for the same weights with attn.c_proj and mlp.c_proj
+// scaled by 1/√(2L).
+static void print_residual_norms(GPT<float>& m, int T, const std::string& source) {
+    const GPTConfig& c = m.config;
+    const std::vector<int> ids = lesson_ids(T, c.vocab_size);
+    gpt_forward(m, ids.data(), nullptr, 1, T);
+    const std::vector<double> plain = residual_norms(m);
+    std::vector<float> saved(m.params_memory.data(), m.params_memory.data() + m.num_parameters);
+    scale_residual_branches(m, 1.0 / std::sqrt(2.0 * c.n_layer));
+    gpt_forward(m, ids.data(), nullptr, 1, T);
+    const std::vector<double> scaled = residual_norms(m);
+    std::memcpy(m.params_memory.data(), saved.data(), saved.size() * sizeof(float));
+
+    fmt::print("Residual-stream norm |H(l)| along depth, l = 0..{} (B=1, T={}, {})\n", c.n_layer, T, source);
+    fmt::print("  sqrt(T·C), the norm of a ({} × {}) matrix of unit-variance entries: {:.4f}\n", T, c.n_embd,
+               std::sqrt(double(T) * c.n_embd));
+    auto line = [&](const char* label, const std::vector<double>& n) {
+        std::string row;
+        for (double x : n) row += fmt::format(" {:9.4f}", x);
+        fmt::print("  {:<34}{}   |H(L)|/|H(0)| = {:.4f}\n", label, row, n.back() / n.front());
+    };
+    line(source.rfind("checkpoint", 0) == 0 ? "as loaded" : "as initialised", plain);
+    line("residual branches × 1/√(2L)", scaled);
+}
+
+// The lesson's causality picture: change the last token, compare the logits row by row.
+static void print_causality(GPT<float>& m, int T, const std::string& source) {
+    const size_t V = m.config.vocab_size;
+    std::vector<int> ids = lesson_ids(T, int(V));
+    gpt_forward(m, ids.data(), nullptr, 1, T);
+    std::vector<float> before(m.acts.logits, m.acts.logits + T * V);
+    const int changed = 42 % int(V);  // the lesson changes ids(8) from 7 to 42
+    ids[T - 1] = changed != ids[T - 1] ? changed : (changed + 1) % int(V);
+    gpt_forward(m, ids.data(), nullptr, 1, T);
+    fmt::print("Causality: change the last token (position {}) and compare the logits ({})\n", T, source);
+    int identical = 0;  // rows before the first that changed, all bit-identical
+    for (int t = 0; t < T; t++) {
+        double dmax = 0;
+        for (size_t v = 0; v < V; v++) dmax = std::max(dmax, std::fabs(double(m.acts.logits[t * V + v]) - before[t * V + v]));
+        const bool same = std::memcmp(&before[t * V], m.acts.logits + t * V, V * sizeof(float)) == 0;
+        if (same && identical == t) identical++;
+        if (T <= 16 || !same || t == T - 1)  // a long context: one line for the identical prefix
+            fmt::print("  position {:>3}: max |dZ| = {:<12.6g} {}\n", t + 1, dmax, same ? "bit-identical" : "changed");
+        else if (t == 0)
+            fmt::print("  positions 1-{}: see the count below\n", T - 1);
+    }
+    fmt::print("  {} of the {} earlier positions bit-identical\n", identical, T - 1);
+}
+
+static void print_circuits(const GPT<float>& m, const std::string& source) {
+    const GPTConfig& c = m.config;
+    const int hs = c.n_embd / c.n_head;
+    fmt::print("QK (W_Q W_Kᵀ) and OV (W_V W_O) circuits per head, each ({} × {}), {}\n", c.n_embd, c.n_embd, source);
+    fmt::print("  rank ≤ C/NH = {}; numerical rank = #σ > 1e-10·σ1 (one-sided Jacobi SVD in double)\n", hs);
+    fmt::print("  {:>5} {:>4}   {:>7} {:>10} {:>10}   {:>7} {:>10} {:>10}\n", "layer", "head", "rank QK",
+               fmt::format("σ{}/σ1", hs), fmt::format("σ{}/σ1", hs + 1), "rank OV", fmt::format("σ{}/σ1", hs),
+               fmt::format("σ{}/σ1", hs + 1));
+    for (int l = 0; l < c.n_layer; l++)
+        for (int h = 0; h < c.n_head; h++) {
+            const HeadCircuits hc = head_circuits(m, l, h);
+            const std::vector<double> sq = singular_values(hc.qk), so = singular_values(hc.ov);
+            auto ratio = [&](const std::vector<double>& s, int i) { return i < int(s.size()) ? s[i] / s[0] : 0.0; };
+            fmt::print("  {:>5} {:>4}   {:>7} {:>10.3e} {:>10.3e}   {:>7} {:>10.3e} {:>10.3e}\n", l, h,
+                       numerical_rank(sq), ratio(sq, hs - 1), ratio(sq, hs), numerical_rank(so), ratio(so, hs - 1),
+                       ratio(so, hs));
+        }
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"handgrad inspect: shapes, parameter counts and FLOPs of a GPT config"};
     ModelFlags model;
     model.add(app);
     int B = 1, T = 0;
-    bool json = false;
+    bool json = false, norms = false, causality = false, circuits = false;
+    std::string ckpt;
+    uint64_t seed = 14;  // the lesson's seed(14); our generator draws differently
     app.add_option("--batch_size", B, "B for the shape table");
     app.add_option("--T", T, "sequence length for the shape table and attention FLOPs (default block_size)");
     app.add_flag("--json", json, "print one JSON object");
+    app.add_option("--ckpt", ckpt, "inspect this checkpoint's model (its config replaces the model flags)");
+    app.add_option("--seed", seed, "init seed for --residual_norms, --causality, --circuits without --ckpt");
+    app.add_flag("--residual_norms", norms, "residual-stream norm along depth, plain and 1/sqrt(2L)-scaled");
+    app.add_flag("--causality", causality, "change the last token and compare the logits row by row");
+    app.add_flag("--circuits", circuits, "numerical rank of each head's QK and OV circuits");
     return run_app(app, argc, argv, [&] {
-        const GPTConfig c = model.config();
+        std::optional<Checkpoint> ck;  // no default constructor: a Checkpoint is a loaded file
+        if (!ckpt.empty()) ck.emplace(Checkpoint::load(ckpt));
+        const GPTConfig c = ck ? ck->config : model.config();
+        if (norms || causality || circuits) {
+            check(!json, "--json prints the config's tables only; drop it for --residual_norms, --causality, --circuits");
+            if (T == 0) T = c.block_size;
+            check(T >= 1 && T <= c.block_size, "T ({}) must be in [1, block_size = {}]", T, c.block_size);
+            GPT<float> m;
+            gpt_build(m, c, 1, T);
+            if (ck) ck->read_weights(m);
+            else gpt_init(m, seed);
+            const std::string source = ckpt.empty() ? fmt::format("init {}, seed {}", to_string(c.init), seed)
+                                                     : fmt::format("checkpoint {}", ckpt);
+            const char* sep = "";
+            if (norms) print_residual_norms(m, T, source), sep = "\n";
+            if (causality) fmt::print("{}", sep), print_causality(m, T, source), sep = "\n";
+            if (circuits) fmt::print("{}", sep), print_circuits(m, source);
+            return 0;
+        }
         if (T == 0) T = c.block_size;
         check(B >= 1, "batch_size must be positive (got {})", B);
         check(T >= 1 && T <= c.block_size, "T ({}) must be in [1, block_size = {}]", T, c.block_size);
@@ -54,6 +168,16 @@ int main(int argc, char** argv) {
                                {"block_layernorm", p.block_layernorm}, {"final_layernorm", p.final_layernorm},
                                {"lm_head", p.lm_head}, {"blocks", p.blocks()}, {"total", p.total},
                                {"rule_of_thumb_12LC2", p.rule_of_thumb}};
+            const ComputeBudget budget = chinchilla_budget(p.total);
+            j["lesson14_table"] = lesson14_parameter_table(c);
+            j["lesson14"] = {{"token_embedding", p.token_embedding}, {"position_embedding", p.position_embedding},
+                             {"per_block", p.blocks() / size_t(c.n_layer)}, {"attention_biases", p.attention_biases},
+                             {"total_without_attention_biases", count_parameters(lesson14_convention(c)).total},
+                             {"f32_megabytes", 4.0 * total / 1e6},
+                             {"token_embedding_share", double(p.token_embedding) / total},
+                             {"blocks_share", double(p.blocks()) / total}};
+            j["compute_budget"] = {{"parameters", budget.parameters}, {"tokens", budget.tokens},
+                                   {"flops", budget.flops}};
             j["flops_per_token"] = {{"T", T}, {"forward_weights", f.forward_weights}, {"attention", f.attention},
                                     {"forward", f.forward}, {"training", f.training},
                                     {"training_weights", f.training_weights}, {"crossover_T", f.crossover_T}};
@@ -89,6 +213,18 @@ int main(int argc, char** argv) {
                    commas(double(p.rule_of_thumb)), commas(double(p.blocks())), commas(diff));
         fmt::print("  f32 size: {:.5f} MB\n", 4.0 * total / 1e6);
 
+        fmt::print("\nParameters as Lesson 14 tabulates them\n");
+        for (const std::string& line : lesson14_parameter_table(c)) fmt::print("{}\n", line);
+        fmt::print("token embedding share {:.4f}, blocks share {:.4f}\n", double(p.token_embedding) / total,
+                   double(p.blocks()) / total);
+        const ParameterBreakdown lesson = count_parameters(lesson14_convention(c));
+        if (p.attention_biases > 0)
+            fmt::print("Lesson 14 omits attention biases: without them {} (token embedding share {:.4f}, blocks\n"
+                       "share {:.4f}); the {} difference is the attention biases, {} per block.\n",
+                       commas(double(lesson.total)), double(lesson.token_embedding) / double(lesson.total),
+                       double(lesson.blocks()) / double(lesson.total), commas(double(p.attention_biases)),
+                       commas(double(p.attention_biases / size_t(c.n_layer))));
+
         fmt::print("\nFLOPs per token (a multiply-add = 2 FLOPs; see lib/count.h)\n");
         fmt::print("  {:<44} {:>16}\n", "forward, weights: 2·(blocks + C·V)", commas(f.forward_weights));
         fmt::print("  {:<44} {:>16}   ({:.2f} % of the weights' forward)\n",
@@ -98,6 +234,22 @@ int main(int argc, char** argv) {
         fmt::print("  {:<44} {:>16}\n", "training, weights: 3 × forward weights", commas(f.training_weights));
         fmt::print("  {:<44} {:>16}\n", "training, total: 3 × forward", commas(f.training));
         fmt::print("  {:<44} {:>16}\n", "crossover T* = 4·C (attention = MLP)", commas(f.crossover_T));
+        if (p.attention_biases > 0) {
+            const FlopCount fl = count_flops(lesson14_convention(c), T);
+            fmt::print("  without attention biases (Lesson 14's count): forward, weights {}; training, weights {}\n"
+                       "  ({:.2f} % attention)\n", commas(fl.forward_weights), commas(fl.training_weights),
+                       100.0 * fl.attention / fl.forward_weights);
+        }
+
+        const ComputeBudget budget = chinchilla_budget(p.total);
+        fmt::print("\nCompute budget (Chinchilla: D ≈ 20 tokens per parameter, C ≈ 6·P·D FLOPs)\n");
+        fmt::print("  P = {}   D ≈ {} tokens   C ≈ {:.2e} FLOPs\n", commas(budget.parameters), commas(budget.tokens),
+                   budget.flops);
+        if (p.attention_biases > 0) {
+            const ComputeBudget bl = chinchilla_budget(lesson.total);
+            fmt::print("  without attention biases: P = {}   D ≈ {} tokens   C ≈ {:.2e} FLOPs\n",
+                       commas(bl.parameters), commas(bl.tokens), bl.flops);
+        }
         return 0;
     });
 }

@@ -39,7 +39,7 @@ GPTConfig preset(const std::string& name) {
     }
     if (name == "lesson14") {  // Lesson 14's toy GPT: V=50, T=8, d=64, H=4, N=4
         c.vocab_size = 50, c.block_size = 8, c.n_layer = 4, c.n_head = 4, c.n_embd = 64;
-        c.bias = BiasLayout::Lesson14, c.pos = PosEncoding::Sinusoidal;
+        c.bias = BiasLayout::Lesson14, c.pos = PosEncoding::Sinusoidal, c.init = InitScheme::Lesson14;
         return c;
     }
     fail("unknown preset '{}' (known: course, shakespeare-char, gpt2, gpt2-medium, lesson14)", name);
@@ -60,7 +60,15 @@ std::string to_string(BiasLayout b) {
 }
 std::string to_string(PosEncoding p) { return p == PosEncoding::Learned ? "learned" : "sinusoidal"; }
 std::string to_string(GeluKind g) { return g == GeluKind::Erf ? "erf" : "tanh"; }
-std::string to_string(InitScheme i) { return i == InitScheme::GPT2 ? "gpt2" : "pytorch"; }
+std::string to_string(InitScheme i) {
+    switch (i) {
+        case InitScheme::GPT2: return "gpt2";
+        case InitScheme::PyTorch: return "pytorch";
+        case InitScheme::Lesson14: return "lesson14";
+        case InitScheme::Lesson14Scaled: return "lesson14-scaled";
+    }
+    return "?";
+}
 
 BiasLayout parse_bias_layout(const std::string& s) {
     for (BiasLayout b : {BiasLayout::GPT2, BiasLayout::Course, BiasLayout::Lesson14, BiasLayout::None})
@@ -78,9 +86,9 @@ GeluKind parse_gelu(const std::string& s) {
     fail("unknown gelu '{}' (known: erf, tanh)", s);
 }
 InitScheme parse_init(const std::string& s) {
-    if (s == "gpt2") return InitScheme::GPT2;
-    if (s == "pytorch") return InitScheme::PyTorch;
-    fail("unknown init scheme '{}' (known: gpt2, pytorch)", s);
+    for (InitScheme i : {InitScheme::GPT2, InitScheme::PyTorch, InitScheme::Lesson14, InitScheme::Lesson14Scaled})
+        if (s == to_string(i)) return i;
+    fail("unknown init scheme '{}' (known: gpt2, pytorch, lesson14, lesson14-scaled)", s);
 }
 
 }  // namespace hg

@@ -18,6 +18,10 @@ enum class PosEncoding { Learned, Sinusoidal };
 enum class InitScheme {
     GPT2,      // N(0, 0.02²); residual output projections N(0, 0.02²/2L); biases 0; LN γ=1, β=0
     PyTorch,   // PyTorch's defaults: nn.Linear U(±1/√in) weights and biases, nn.Embedding N(0, 1)
+    Lesson14,  // Lesson 14's own: embeddings N(0, 0.1²); Q, K, V, attention output and LM head
+               // N(0, 1/C); FFN He N(0, 2/fan_in); biases 0; LayerNorm γ = 1, β = 0
+    Lesson14Scaled,  // the same draw, with both residual projections (attn.c_proj, mlp.c_proj)
+                     // scaled by 1/√(2L): the lesson's "branch outputs scaled by 1/√(2N)"
 };
 
 struct GPTConfig {

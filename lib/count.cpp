@@ -1,15 +1,24 @@
 // count.cpp — parameter and FLOP counting from the tensor table (see count.h).
 #include "lib/count.h"
 
+#include <fmt/format.h>
+
 namespace hg {
 
 ParameterBreakdown count_parameters(const GPTConfig& config) {
     ParameterBreakdown p;
     for (const TensorSpec& t : parameter_table(config)) {
         const size_t n = t.shape.numel();
+        const bool is_bias = t.shape.ndim == 1;
         switch (t.component) {
-            case Component::Embedding: p.embedding += n; break;
-            case Component::Attention: p.attention += n; break;
+            case Component::Embedding:
+                p.embedding += n;
+                (t.name == "transformer.wpe.weight" ? p.position_embedding : p.token_embedding) += n;
+                break;
+            case Component::Attention:
+                p.attention += n;
+                if (is_bias) p.attention_biases += n;
+                break;
             case Component::MLP: p.mlp += n; break;
             case Component::BlockLayerNorm: p.block_layernorm += n; break;
             case Component::FinalLayerNorm: p.final_layernorm += n; break;
@@ -20,6 +29,40 @@ ParameterBreakdown count_parameters(const GPTConfig& config) {
     const size_t C = config.n_embd;
     p.rule_of_thumb = 12 * size_t(config.n_layer) * C * C;
     return p;
+}
+
+GPTConfig lesson14_convention(GPTConfig config) {
+    if (config.ln_bias()) config.bias = BiasLayout::Lesson14;
+    return config;
+}
+
+std::vector<std::string> lesson14_parameter_table(const GPTConfig& config) {
+    const ParameterBreakdown p = count_parameters(config);
+    const int L = config.n_layer;
+    // The lesson prints each row as print(label, n): the label, one space, the number.
+    auto row = [](const std::string& label, auto n) { return fmt::format("{} {}", label, n); };
+    return {
+        "Component                | Params",
+        "-------------------------+--------",
+        row("Token embedding          ", p.token_embedding),
+        row(config.pos == PosEncoding::Sinusoidal ? "Positional (sinusoidal)  " : "Positional (learned)     ",
+            p.position_embedding),
+        row(fmt::format("Per-block (× {} )          ", L), p.blocks() / size_t(L)),
+        row("All blocks               ", p.blocks()),
+        row("Final LN                 ", p.final_layernorm),
+        row(config.tie_weights ? "LM head (tied to E)      " : "LM head                  ", p.lm_head),
+        "-------------------------+--------",
+        row("TOTAL                    ", p.total),
+        row("f32 size (MB):           ", double(p.total) * 4 / 1e6),
+    };
+}
+
+ComputeBudget chinchilla_budget(size_t parameters) {
+    ComputeBudget b;
+    b.parameters = double(parameters);
+    b.tokens = 20.0 * b.parameters;
+    b.flops = 6.0 * b.parameters * b.tokens;
+    return b;
 }
 
 FlopCount count_flops(const GPTConfig& config, int T) {

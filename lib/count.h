@@ -12,6 +12,8 @@ namespace hg {
 
 struct ParameterBreakdown {
     size_t embedding = 0;        // wte (+ wpe when learned)
+    size_t token_embedding = 0;  // wte alone
+    size_t position_embedding = 0;  // wpe (0 with sinusoidal positions: a fixed table)
     size_t attention = 0;        // c_attn and c_proj of every block, with their biases
     size_t mlp = 0;              // c_fc and c_proj of every block, with their biases
     size_t block_layernorm = 0;  // ln_1 and ln_2 of every block
@@ -20,8 +22,21 @@ struct ParameterBreakdown {
     size_t total = 0;
     size_t blocks() const { return attention + mlp + block_layernorm; }
     size_t rule_of_thumb = 0;    // 12·L·C²: the four C×C attention and two C×4C MLP matrices
+    size_t attention_biases = 0; // the Q, K, V and output-projection biases (inside attention)
 };
 ParameterBreakdown count_parameters(const GPTConfig& config);
+
+// Lesson 14 counts without attention biases ("weight matrices and FFN biases, LayerNorm
+// affines listed, attention biases omitted"): the config with BiasLayout::Lesson14 when it
+// has LayerNorm biases (gpt2, course, lesson14 layouts), unchanged otherwise. Its GPT-2
+// numbers (124,402,944 parameters, 247,229,952 forward FLOPs per token) are this count.
+GPTConfig lesson14_convention(GPTConfig config);
+
+// Lesson 14's parameter table, line for line as the lesson prints it (its labels, its
+// spacing, the f32 size in MB): "Component | Params", Token embedding, Positional, Per-block,
+// All blocks, Final LN, LM head, TOTAL, f32 size. Counts are the config's own (use
+// lesson14_convention() first to count the lesson's way).
+std::vector<std::string> lesson14_parameter_table(const GPTConfig& config);
 
 // FLOPs per token, under Lesson 14's convention: a multiply-add is 2 FLOPs; a weight matmul
 // costs 2 per parameter; the embedding lookup costs nothing; the LM head costs 2·C·V even when
@@ -36,6 +51,15 @@ struct FlopCount {
     int crossover_T = 0;         // T* = 4·C, where attention's 4·T·C equals the MLP's 16·C²
 };
 FlopCount count_flops(const GPTConfig& config, int T);
+
+// Lesson 14's Information lens: Chinchilla-optimal data D ≈ 20 tokens per parameter
+// (Hoffmann et al. 2022), and training compute C ≈ 6·P·D FLOPs.
+struct ComputeBudget {
+    double parameters = 0;  // P
+    double tokens = 0;      // D = 20 · P
+    double flops = 0;       // C = 6 · P · D
+};
+ComputeBudget chinchilla_budget(size_t parameters);
 
 struct StageShape {
     std::string stage;  // "token + position embeddings", "block 0", ..., "logits"

@@ -156,6 +156,11 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T) {
 //   pytorch: nn.Embedding N(0, 1); nn.Linear weight and bias U(−1/√fan_in, 1/√fan_in);
 //            LayerNorm γ = 1, β = 0. Its lm_head spreads the logits more (std 1/√(3C) against
 //            0.02), so the initial loss sits above ln V.
+//   lesson14: Lesson 14's own, each matrix for its fan-in: embeddings N(0, 0.1²) (the lesson's
+//            flat 0.1; it has no learned positions, wpe gets the same); c_attn (Q, K, V),
+//            attn.c_proj and lm_head N(0, 1/C), so the q·k scores start at unit scale; mlp.c_fc
+//            and mlp.c_proj He, N(0, 2/fan_in), matched to the GELU; biases 0; γ = 1, β = 0.
+//            lesson14-scaled is the same draw with attn.c_proj and mlp.c_proj times 1/√(2L).
 
 static bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -178,6 +183,12 @@ void gpt_init(GPT<real>& m, uint64_t seed) {
         } else if (c.init == InitScheme::GPT2) {
             double std = 0.02;
             if (ends_with(t.name, "c_proj.weight")) std = 0.02 / std::sqrt(2.0 * c.n_layer);
+            for (size_t i = 0; i < n; i++) w[i] = is_bias ? real(0) : real(std * rng.normal());
+        } else if (c.init == InitScheme::Lesson14 || c.init == InitScheme::Lesson14Scaled) {
+            const bool is_mlp = t.component == Component::MLP;
+            double std = is_embedding ? 0.1 : std::sqrt((is_mlp ? 2.0 : 1.0) / double(fan_in));
+            if (c.init == InitScheme::Lesson14Scaled && ends_with(t.name, "c_proj.weight"))
+                std /= std::sqrt(2.0 * c.n_layer);
             for (size_t i = 0; i < n; i++) w[i] = is_bias ? real(0) : real(std * rng.normal());
         } else if (is_embedding) {
             for (size_t i = 0; i < n; i++) w[i] = real(rng.normal());
