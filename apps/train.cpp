@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
     app.add_option("--threads", threads, "threads for OpenBLAS and our loops (default: all cores)");
 
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear at once, even in a log file
     return run_app(app, argc, argv, [&] {
         if (!o_decay->count()) tc.schedule.lr_decay_iters = tc.max_iters;
         if (!o_min_lr->count()) tc.schedule.min_lr = tc.schedule.learning_rate / 10;
