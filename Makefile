@@ -2,7 +2,9 @@
 #
 #   make train   install what is missing, build, fetch tiny Shakespeare, train the course GPT, sample
 #   make test    install what is missing, build, run the Catch2 suite (gradient checks first)
-#   make asan    the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#   make asan    the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer (without MPI)
+#   make train-mpi NP=2   the same training, data-parallel over NP processes with Open MPI
+#   make test-mpi         the multi-process tests (2 ranks under mpirun)
 #
 # Layout: lib/**/*.cpp -> build/libhandgrad.a;  apps/X.cpp -> build/X;  tests/*.cpp -> build/tests
 
@@ -31,6 +33,16 @@ endif
 CPPFLAGS += -I/usr/include/x86_64-linux-gnu/$(notdir $(BLASDIR))
 LDLIBS   += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas -lhwy -lhwy_contrib -lfmt -lm
 
+# MPI (switch off with MPI=0): data-parallel training across processes, when Open MPI's
+# compiler wrapper is installed (`make deps-mpi` installs it; the normal build never needs it).
+# Only lib/dist.cpp sees <mpi.h> (C API only: OMPI_SKIP_MPICXX); without MPI it compiles its one-process versions. Every
+# binary links libmpi then, but starts MPI only when launched by mpirun (lib/dist.h).
+MPI ?= $(if $(shell command -v mpicxx 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+  MPI_CPPFLAGS := -DHANDGRAD_MPI -DOMPI_SKIP_MPICXX $(shell mpicxx --showme:compile)
+  LDLIBS       += $(filter-out -lmpi_cxx,$(shell mpicxx --showme:link))
+endif
+
 ifneq ($(SAN),)
   CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LDFLAGS  += -fsanitize=address,undefined
@@ -46,19 +58,20 @@ APPS     := $(APP_SRC:apps/%.cpp=$(BUILD)/%)
 # Everything the build and the tools need, as Debian packages (installed by `make deps`).
 DEB_PKGS := g++ make pkg-config libopenblas-dev libopenblas-openmp-dev libhwy-dev catch2 \
             libfmt-dev nlohmann-json3-dev libcli11-dev curl ca-certificates
+MPI_PKGS := libopenmpi-dev openmpi-bin
 
 SHARED_DATA ?= ../shared/data/tinyshakespeare.txt
 DATA        := data/tinyshakespeare/input.txt
 OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 
-.PHONY: all deps build test asan train sample bench data clean
+.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench data clean
 .DEFAULT_GOAL := all
 all: build
 
 # Install only what is missing; as root directly, otherwise through sudo.
-deps:
-	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+deps deps-mpi:
+	@missing=$$(for p in $(if $(filter deps-mpi,$@),$(MPI_PKGS),$(DEB_PKGS)); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
@@ -71,6 +84,12 @@ build: deps
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+# dist.o alone is compiled with MPI, and again whenever MPI is switched on or off.
+$(BUILD)/obj/lib/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(BUILD)/obj/lib/dist.o: $(BUILD)/mpi-$(MPI).stamp
+$(BUILD)/mpi-$(MPI).stamp:
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/mpi-*.stamp && touch $@
 
 $(BUILD)/libhandgrad.a: $(LIB_OBJ)
 	@rm -f $@
@@ -91,7 +110,7 @@ test: build
 
 # The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 \
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 MPI=0 \
 	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
 	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
@@ -105,6 +124,27 @@ train: build data
 	./$(BUILD)/train $(TRAIN_ARGS) --data=$(DATA) --out_dir=$(OUT_DIR) $(EXTRA)
 	./$(BUILD)/eval --ckpt=$(OUT_DIR)/ckpt.safetensors --data=$(DATA) --split=val
 	./$(BUILD)/sample --out_dir=$(OUT_DIR) --max_new_tokens=500
+
+# Data-parallel: the same recipe on NP processes (Open MPI, installed if missing), the course's
+# batch of 12 split over the ranks (12 / NP rows each), so the effective batch stays 12 and the
+# run is the single-process one computed in NP pieces. Each rank gets cores / NP threads.
+# More hosts: see the README ("Several processes, several machines").
+NP          ?= 2
+OUT_DIR_MPI ?= out-shakespeare-char-mpi
+MPIRUN      ?= mpirun --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+train-mpi: deps-mpi data
+	@$(MAKE) --no-print-directory build MPI=1
+	$(MPIRUN) -np $(NP) ./$(BUILD)/train $(TRAIN_ARGS) --batch_size=$$((12 / $(NP))) --data=$(DATA) \
+	  --out_dir=$(OUT_DIR_MPI) $(EXTRA)
+	./$(BUILD)/eval --ckpt=$(OUT_DIR_MPI)/ckpt.safetensors --data=$(DATA) --split=val
+	./$(BUILD)/sample --out_dir=$(OUT_DIR_MPI) --max_new_tokens=500
+
+# The multi-process tests (tagged [mpi], hidden from `make test`): each launches
+# `mpirun --oversubscribe -np 2 build/train` and checks what the ranks wrote.
+test-mpi: deps-mpi
+	@$(MAKE) --no-print-directory build MPI=1
+	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=1 \
+	  ./$(BUILD)/tests "[mpi]" $(TEST_ARGS)
 
 # handgrad against the same step in PyTorch (Debian's python3-torch), side by side.
 PYTHON ?= /usr/bin/python3

@@ -3,22 +3,31 @@
 //   build/train                                  # the course model on tiny Shakespeare
 //   build/train --preset=shakespeare-char --batch_size=64 --max_iters=5000
 //   build/train --init_from=resume --max_iters=4000
+//   mpirun -np 2 build/train --batch_size=6      # data-parallel: 2 ranks × 6 rows (make train-mpi)
 //
 // Prints a line per log_interval and train/val losses per eval_interval; writes
 // out_dir/ckpt.safetensors (atomically) and out_dir/log.csv. Ctrl-C finishes the step, saves,
 // and exits; a non-finite loss stops without touching the last good checkpoint.
+//
+// Under mpirun (an MPI build, see lib/dist.h) every rank runs this same loop in lockstep; rank 0
+// alone prints, logs and writes checkpoints. An error on any rank ends the whole job at once
+// (MPI_Abort) rather than leaving the other ranks waiting in a collective forever.
 #include <omp.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "apps/flags.h"
 #include "lib/data.h"
+#include "lib/dist.h"
 #include "lib/kernels/simd.h"
 #include "lib/trainer.h"
 
@@ -61,14 +70,21 @@ int main(int argc, char** argv) {
     app.add_option("--always_save_checkpoint", always_save_checkpoint, "save at every eval, not only on a new best val loss")
         ->capture_default_str();
     app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
-    app.add_option("--threads", threads, "threads for OpenBLAS and our loops (default: all cores)");
+    app.add_option("--threads", threads,
+                   "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
 
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear at once, even in a log file
-    return run_app(app, argc, argv, [&] {
+    Dist dist;
+    auto train_main = [&]() -> int {
+        // Every rank runs all of this in lockstep; only rank 0 speaks (its stdout, its log.csv).
+        if (dist.rank != 0) check(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence rank {}", dist.rank);
         if (!o_decay->count()) tc.schedule.lr_decay_iters = tc.max_iters;
         if (!o_min_lr->count()) tc.schedule.min_lr = tc.schedule.learning_rate / 10;
         check(init_from == "scratch" || init_from == "resume", "--init_from must be scratch or resume (got '{}')", init_from);
         check(threads >= 0, "--threads must be positive (got {})", threads);
+        // N ranks on one host share its cores: by default each takes cores / N threads.
+        if (threads == 0 && dist.local_size > 1 && !std::getenv("OMP_NUM_THREADS"))
+            threads = std::max(1, int(std::thread::hardware_concurrency()) / dist.local_size);
         if (threads > 0) omp_set_num_threads(threads);
         threads = omp_get_max_threads();
         openblas_set_num_threads(threads);
@@ -77,6 +93,7 @@ int main(int argc, char** argv) {
         const std::string text = read_text_file(data);
         const std::string ckpt_path = (fs::path(out_dir) / "ckpt.safetensors").string();
         Trainer trainer;
+        trainer.dist = dist;
         std::vector<int> ids;
         Split split;
         if (init_from == "scratch") {
@@ -109,22 +126,27 @@ int main(int argc, char** argv) {
                              {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
                              {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"beta1", tc.adamw.beta1},
                              {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
-                             {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"data", data}, {"threads", threads}};
+                             {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"data", data}, {"threads", threads},
+                             {"world_size", dist.size}};
         trainer.progress.train_config = tj.dump();
 
         const GPTConfig& c = trainer.model.config;
-        const int tokens_per_iter = tc.batch_size * tc.gradient_accumulation_steps * c.block_size;
+        const int tokens_per_iter = dist.size * tc.batch_size * tc.gradient_accumulation_steps * c.block_size;
         fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, dropout {})\n",
                    trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
                    to_string(c.bias), c.tie_weights ? "tied" : "untied", c.dropout);
         fmt::print("data: {} tokens ({} train, {} val); {} tokens per iteration\n", ids.size(), split.train.size(),
                    split.val.size(), tokens_per_iter);
         fmt::print("threads: {}, SIMD: {}\n", threads, simd_current_target());
+        if (dist.size > 1)
+            fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",
+                       dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
+                       dist.size, tc.batch_size, tc.gradient_accumulation_steps);
 
         fs::create_directories(out_dir);
         const std::string csv_path = (fs::path(out_dir) / "log.csv").string();
         const bool new_csv = init_from == "scratch" || !fs::exists(csv_path);
-        FILE* csv = std::fopen(csv_path.c_str(), new_csv ? "w" : "a");
+        FILE* csv = std::fopen(dist.rank == 0 ? csv_path.c_str() : "/dev/null", new_csv ? "w" : "a");
         check(csv != nullptr, "cannot write {}", csv_path);
         if (new_csv) std::fprintf(csv, "kind,iter,loss,val_loss,lr,ms_per_iter,tokens_per_s\n");
         std::signal(SIGINT, on_sigint);
@@ -139,6 +161,8 @@ int main(int argc, char** argv) {
                 const double train_loss = trainer.estimate_loss(split.train);
                 const double val_loss = trainer.estimate_loss(split.val);
                 eval_seconds += now_seconds() - t0;
+                check(trainer.ranks_agree(), "the ranks' weights differ at iter {}: the MPI sum is not "
+                      "identical on every rank", iter);
                 fmt::print("step {}: train loss {:.4f}, val loss {:.4f}\n", iter, train_loss, val_loss);
                 std::fprintf(csv, "eval,%d,%.6f,%.6f,,,\n", iter, train_loss, val_loss);
                 std::fflush(csv);
@@ -151,7 +175,7 @@ int main(int argc, char** argv) {
                 t_last = now_seconds();
             }
             if (last) break;
-            if (g_interrupted) {
+            if (dist_any(dist, g_interrupted)) {  // every rank stops at the same step
                 trainer.save(ckpt_path);
                 fmt::print("interrupted: saved checkpoint at iter {} to {}\n", iter, ckpt_path);
                 break;
@@ -177,6 +201,23 @@ int main(int argc, char** argv) {
         std::fclose(csv);
         fmt::print("done: {} iterations in {:.1f} s ({:.1f} s of it evaluating)\n", trainer.progress.iter_num - first_iter,
                    now_seconds() - t_start, eval_seconds);
+        if (dist.size > 1)
+            fmt::print("allreduce: {:.2f} s on rank 0 ({} floats = {:.1f} MB per step)\n", trainer.comm_seconds,
+                       trainer.model.num_parameters, 4e-6 * double(trainer.model.num_parameters));
         return 0;
+    };
+    return run_app(app, argc, argv, [&] {
+        dist = dist_init(&argc, &argv);
+        try {
+            const int rc = train_main();
+            dist_finalize(dist);
+            return rc;
+        } catch (const std::exception& e) {
+            if (!dist.mpi) throw;  // run_app prints it
+            // The other ranks may be waiting for this one in a collective: end them all.
+            fmt::print(stderr, "error: rank {} of {}: {}\n", dist.rank, dist.size, e.what());
+            std::fflush(stderr);
+            dist_abort(dist, 1);
+        }
     });
 }

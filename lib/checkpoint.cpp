@@ -98,6 +98,7 @@ void save_checkpoint(const std::string& path, const GPT<float>& model,
     w.set_metadata("best_val_loss", fmt::format("{:.17g}", progress.best_val_loss));
     w.set_metadata("adam_step", std::to_string(progress.adam_step));
     w.set_metadata("rng_batch", std::to_string(progress.rng_batch));
+    w.set_metadata("world_size", std::to_string(progress.world_size));
     w.set_metadata("train_config", progress.train_config.empty() ? "{}" : progress.train_config);
     w.save(path);
 }
@@ -142,6 +143,11 @@ Checkpoint Checkpoint::load(const std::string& path) {
     if (meta.count("adam_step")) ck.progress.adam_step = int(parse_int(path, "adam_step", meta.at("adam_step")));
     if (meta.count("rng_batch")) ck.progress.rng_batch = uint64_t(std::stoull(meta.at("rng_batch")));
     if (meta.count("train_config")) ck.progress.train_config = meta.at("train_config");
+    if (meta.count("world_size")) {
+        ck.progress.world_size = int(parse_int(path, "world_size", meta.at("world_size")));
+        check(ck.progress.world_size >= 1, "{}: metadata 'world_size' must be >= 1 (got {})", path,
+              ck.progress.world_size);
+    }
 
     // Every tensor the table expects, with its shape and dtype; nothing else.
     std::set<std::string> expected;

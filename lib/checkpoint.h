@@ -9,7 +9,8 @@
 //                  qkv_bias, bias_layout, tie_weights, pos_encoding, gelu, init
 //   vocab          JSON array of the token strings, in id order
 //   iter_num, best_val_loss
-//   and for resuming: adam_step, rng_batch (the batch sampler's state), train_config (JSON)
+//   and for resuming: adam_step, rng_batch (the batch sampler's state), train_config (JSON),
+//   world_size (the number of MPI ranks; absent = 1)
 // AdamW's moments are tensors optim.m.<name> and optim.v.<name>, one pair per parameter.
 // Everything is in one file so that one atomic rename replaces all of it at once.
 #pragma once
@@ -29,6 +30,7 @@ struct TrainProgress {
     int adam_step = 0;             // AdamW steps taken (bias correction)
     uint64_t rng_batch = 0;        // the batch sampler's Rng state
     std::string train_config;      // the training flags, JSON (informational, and checked on resume)
+    int world_size = 1;            // the number of ranks (processes) that trained it; resume needs as many
 };
 
 std::string config_to_json(const GPTConfig& config);

@@ -28,6 +28,8 @@ struct Rng {
 
     explicit Rng(uint64_t seed = 0) : state(seed) {}
     uint64_t next_u64() { return mix64(state += 0x9e3779b97f4a7c15ULL); }
+    // Skips n draws in O(1), as if next_u64() had been called n times (the state is a counter).
+    void discard(uint64_t n) { state += n * 0x9e3779b97f4a7c15ULL; }
     // Uniform in [0, 1) with 53 random bits.
     double uniform() { return double(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
     // Uniform integer in [0, n): Lemire's multiply-shift (bias < n / 2^64, negligible here).

@@ -1,7 +1,9 @@
 // trainer.cpp — the training step, evaluation, and checkpoint round trip (see trainer.h).
 #include "lib/trainer.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "lib/data.h"
 #include "lib/errors.h"
@@ -23,6 +25,20 @@ void TrainConfig::validate() const {
     check(std::isfinite(adamw.weight_decay) && adamw.weight_decay >= 0, "weight_decay must be >= 0 (got {})",
           adamw.weight_decay);
     hg::validate(schedule);
+}
+
+// This rank's B rows of a batch of N·B: the rows a single process drawing N·B rows from `rng`
+// would put at [rank·B, (rank+1)·B). sample_batch draws exactly one number per row (data.h),
+// so skipping rank·B draws before and (N-1-rank)·B after leaves every rank's stream in step.
+static void sample_rank_rows(int* idx, int* targets, const std::vector<int>& ids, int B, int T, Rng& rng,
+                             const Dist& d, std::string_view split_name) {
+    rng.discard(uint64_t(d.rank) * B);
+    sample_batch(idx, targets, ids, B, T, rng, split_name);
+    rng.discard(uint64_t(d.size - 1 - d.rank) * B);
+}
+
+static double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void Trainer::allocate(const GPTConfig& config) {
@@ -57,23 +73,36 @@ void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::
     ck.read_optimizer(model, m.data(), v.data());
     vocab = ck.vocab;
     train_ids = &train_ids_, val_ids = &val_ids_;
+    check(ck.progress.world_size == dist.size,
+          "the checkpoint was written by a run on {} rank(s) and this run has {}: resume it with "
+          "mpirun -np {} (the effective batch N·B·K and the batch streams depend on N)",
+          ck.progress.world_size, dist.size, ck.progress.world_size);
     progress = ck.progress;
     batch_rng = Rng(progress.rng_batch);
 }
 
 StepResult Trainer::step() {
     const int B = cfg.batch_size, T = model.config.block_size, K = cfg.gradient_accumulation_steps;
+    const int N = dist.size;
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
     StepResult r;
     if (model.profile) model.profile->restart();
     gpt_zero_grad(model);
     for (int k = 0; k < K; k++) {
-        sample_batch(idx, targets, *train_ids, B, T, batch_rng, "train");
+        sample_rank_rows(idx, targets, *train_ids, B, T, batch_rng, dist, "train");
         if (model.profile) model.profile->tick(Work::Other, false);
-        const uint64_t key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
+        uint64_t key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
+        if (dist.rank > 0) key = mix64(key ^ uint64_t(dist.rank));  // each rank's rows, their own masks
         r.loss += gpt_forward(model, idx, targets, B, T, ForwardMode{true, key}) / K;
-        gpt_backward(model, 1.0f / K);  // the mean over K micro-batches
+        gpt_backward(model, 1.0f / (float(K) * N));  // the mean over N ranks × K micro-batches
+    }
+    if (N > 1) {  // the sum over ranks of the 1/(N·K)-scaled gradients: the mean over N·K
+        const auto t0 = std::chrono::steady_clock::now();
+        dist_sum(dist, model.grads_memory.data(), model.num_parameters);
+        r.loss = dist_mean(dist, r.loss);  // a non-finite loss on any rank stops every rank
+        comm_seconds += seconds_since(t0);
+        if (model.profile) model.profile->tick(Work::Other, true);
     }
     if (!std::isfinite(r.loss)) return r;  // the caller stops; the weights are not touched
     r.grad_norm = clip_grad_norm(model.grads_memory.data(), model.num_parameters, cfg.grad_clip);
@@ -94,16 +123,29 @@ double Trainer::estimate_loss(const std::vector<int>& ids) {
     Rng rng(mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) + 0x6576616cULL)));  // "eval"
     double sum = 0;
     for (int i = 0; i < cfg.eval_iters; i++) {
-        sample_batch(idx, targets, ids, B, T, rng, &ids == val_ids ? "val" : "train");
+        sample_rank_rows(idx, targets, ids, B, T, rng, dist, &ids == val_ids ? "val" : "train");
         sum += gpt_forward(model, idx, targets, B, T);
     }
-    return sum / cfg.eval_iters;
+    return dist_mean(dist, sum / cfg.eval_iters);  // each rank's B rows of N·B: the mean of the means
 }
 
 void Trainer::save(const std::string& path) const {
+    if (dist.rank != 0) return;
     TrainProgress p = progress;
+    p.world_size = dist.size;
     p.rng_batch = batch_rng.state;  // where the sampler stands now, even before the first step
     save_checkpoint(path, model, vocab, p, m.data(), v.data());
+}
+
+bool Trainer::ranks_agree() const {
+    uint64_t h = 0;
+    const float* w = model.params_memory.data();
+    for (size_t i = 0; i < model.num_parameters; i++) {
+        uint32_t bits;
+        std::memcpy(&bits, &w[i], sizeof bits);
+        h = mix64(h ^ bits);
+    }
+    return dist_agree(dist, h);
 }
 
 }  // namespace hg

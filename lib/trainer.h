@@ -5,6 +5,14 @@
 //            (so K micro-batches of B give the gradient of one batch of K·B);
 //            clip the global gradient norm; lr ← lr_at(iter); AdamW; iter += 1.
 //
+// Across N processes (dist.h, mpirun -np N) each rank takes its own B rows of every
+// micro-batch, scales its backward by 1/(N·K), and the ranks sum the gradient arena before
+// clipping: the step is the one a single process would take on a batch of N·B·K rows. The
+// rows come from one batch stream that every rank follows, rank r taking rows [r·B, (r+1)·B)
+// of the N·B a single process would draw (Rng::discard skips the others), so 2 ranks with
+// batch B see exactly the sequences of 1 rank with batch 2B. Evaluation is split the same way
+// and averaged; only rank 0 writes checkpoints.
+//
 // Everything random is explicit: batches come from `batch_rng` (saved in the checkpoint),
 // dropout masks from a key derived from (seed, iter, micro-step), evaluation batches from a
 // generator derived from (seed, iter). So N steps, save, resume, N steps gives bit-identical
@@ -14,6 +22,7 @@
 #include <vector>
 
 #include "lib/checkpoint.h"
+#include "lib/dist.h"
 #include "lib/gpt.h"
 #include "lib/optim.h"
 #include "lib/rng.h"
@@ -52,18 +61,24 @@ struct Trainer {
     Arena<int> batch;                  // idx and targets, (B, T) each
     Rng batch_rng;
     TrainProgress progress;
+    Dist dist;                         // this rank and the number of ranks; set before start/resume
+    double comm_seconds = 0;           // wall time spent summing gradients across ranks
 
     // A fresh run: the model built for (batch_size, block_size) and initialised from seed.
     void start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab,
                const std::vector<int>& train_ids, const std::vector<int>& val_ids);
-    // A run resumed from a checkpoint (weights, moments, iteration, sampler state).
+    // A run resumed from a checkpoint (weights, moments, iteration, sampler state). The
+    // checkpoint must come from a run with the same number of ranks (hg::Error otherwise).
     void resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids,
                 const std::vector<int>& val_ids);
     StepResult step();
     // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
     // on (seed, iter), so evaluating does not disturb training's random stream.
     double estimate_loss(const std::vector<int>& ids);
+    // Writes the checkpoint on rank 0; the other ranks hold the same state and write nothing.
     void save(const std::string& path) const;
+    // True when every rank holds bit-identical weights (a hash compared across ranks).
+    bool ranks_agree() const;
 
 private:
     void allocate(const GPTConfig& config);
