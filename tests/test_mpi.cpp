@@ -1,0 +1,300 @@
+// Data-parallel training across processes: `mpirun -np 2 build/train` against the same run in
+// one process. Hidden from `make test` ([.]): `make test-mpi` runs them in an MPI build. Each
+// test launches mpirun itself (--oversubscribe: two ranks on any machine, one thread each).
+//
+//   equivalence   2 ranks × batch B == 1 rank × batch 2B of the same rows: the same losses,
+//                 and the same weights to float rounding (below)
+//   determinism   the same 2-rank run twice gives byte-identical checkpoints
+//   resume        2 ranks, stop, resume on 2 ranks == one straight run; 1 rank is refused
+//   a dead rank   SIGKILL to rank 1 ends the whole job (no hang), the last checkpoint loads
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/checkpoint.h"
+#include "lib/dist.h"
+
+using namespace hg;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+    int status;          // the exit code (128 + signal if killed)
+    std::string output;  // stdout and stderr
+};
+
+std::string bin(const std::string& app) {
+    const char* dir = std::getenv("HANDGRAD_BIN");
+    return std::string(dir ? dir : "build") + "/" + app;
+}
+
+Run run(const std::string& cmd) {
+    Run r{0, ""};
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+    const int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r;
+}
+
+std::string read_bytes(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        path = fs::temp_directory_path() / ("handgrad-mpi-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+// A corpus with some variety, so different rows give visibly different gradients.
+std::string corpus() {
+    std::string s;
+    const char* lines[] = {"to be or not to be, that is the question;\n", "whether 'tis nobler in the mind to suffer\n",
+                           "the slings and arrows of outrageous fortune,\n", "or to take arms against a sea of troubles.\n"};
+    for (int i = 0; i < 60; i++) s += lines[i % 4], s += lines[(i * 7 + 1) % 4];
+    return s;
+}
+
+// The two-rank launcher. Without a timeout of our own a hang would stall CI, so every launch
+// is bounded (timeout exits 124; nothing here takes more than a few seconds).
+std::string mpirun(int np) {
+    return "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np " + std::to_string(np) + " ";
+}
+
+// A small model (1 thread per rank), dropout 0 so that every rank's rows see the same function.
+const std::string kModel =
+    " --n_layer=2 --n_head=2 --n_embd=32 --block_size=16 --eval_iters=3 --threads=1 --warmup_iters=2"
+    " --learning_rate=3e-3 --log_interval=1 --dropout=0";
+
+// The (iter, loss, val_loss) columns of log.csv, without the timing columns.
+std::vector<std::array<double, 3>> losses(const fs::path& csv) {
+    std::vector<std::array<double, 3>> rows;
+    std::istringstream in(read_bytes(csv));
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::stringstream ls(line);
+        for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+        if (f.size() < 4) continue;
+        rows.push_back({std::stod(f[1]), std::stod(f[2]), f[3].empty() ? 0.0 : std::stod(f[3])});
+    }
+    return rows;
+}
+
+// max |a − b| over every model tensor (not the optimizer's), and max |a| for scale.
+std::pair<double, double> weight_diff(const Checkpoint& a, const Checkpoint& b) {
+    double diff = 0, scale = 0;
+    for (const std::string& name : a.file.names()) {
+        if (name.rfind("optim.", 0) == 0) continue;
+        const auto &ea = a.file.get(name), &eb = b.file.get(name);
+        REQUIRE(ea.nbytes() == eb.nbytes());
+        for (size_t i = 0; i < ea.nbytes() / 4; i++) {
+            float x, y;
+            std::memcpy(&x, ea.data + 4 * i, 4);
+            std::memcpy(&y, eb.data + 4 * i, 4);
+            diff = std::max(diff, double(std::fabs(x - y)));
+            scale = std::max(scale, double(std::fabs(x)));
+        }
+    }
+    return {diff, scale};
+}
+
+void require_mpi() {
+    REQUIRE(dist_built_with_mpi());  // make test-mpi builds with MPI=1
+    REQUIRE(std::system("command -v mpirun >/dev/null 2>&1") == 0);
+}
+
+}  // namespace
+
+TEST_CASE("2 ranks with batch B equal 1 rank with batch 2B of the same rows", "[.][mpi][equivalence]") {
+    require_mpi();
+    TempDir tmp;
+    const std::string data = (tmp.path / "data.txt").string();
+    std::ofstream(data) << corpus();
+    const std::string two = (tmp.path / "two").string(), one = (tmp.path / "one").string(),
+                      half = (tmp.path / "half").string();
+    const std::string common = kModel + " --data=" + data + " --max_iters=10 --eval_interval=5";
+    Run r2 = run(mpirun(2) + bin("train") + common + " --batch_size=4 --out_dir=" + two);
+    INFO(r2.output);
+    REQUIRE(r2.status == 0);
+    // Only rank 0 speaks: one model line, one "done" line.
+    CHECK(r2.output.find("ranks: 2") != std::string::npos);
+    CHECK(r2.output.find("effective batch 8") != std::string::npos);
+    CHECK(r2.output.find("model: ") == r2.output.rfind("model: "));
+    Run r1 = run(bin("train") + common + " --batch_size=8 --out_dir=" + one);
+    INFO(r1.output);
+    REQUIRE(r1.status == 0);
+
+    // The same losses: every logged training loss and every train/val evaluation. They are
+    // means over the same 8·16 tokens, summed in another order: equal to ~1e-6.
+    const auto l2 = losses(two + "/log.csv"), l1 = losses(one + "/log.csv");
+    REQUIRE(l2.size() == l1.size());
+    REQUIRE(l1.size() == 10 + 3);  // a line per iteration, evaluations at 0, 5, 10
+    for (size_t i = 0; i < l1.size(); i++) {
+        INFO("log row " << i);
+        CHECK(l2[i][0] == l1[i][0]);
+        CHECK(l2[i][1] == Approx(l1[i][1]).margin(2e-5));
+        CHECK(l2[i][2] == Approx(l1[i][2]).margin(2e-5));
+    }
+
+    // The same weights after 10 AdamW steps, to float rounding. The 2-rank gradient is
+    // (Σ rows 0-3)/2 + (Σ rows 4-7)/2 instead of one sgemm over rows 0-7: a relative
+    // difference of ~1e-7 per gradient element, which AdamW's g/√v amplifies where v is tiny
+    // (a near-zero gradient's sign can flip, and the step is ±lr either way). Measured:
+    // max |Δw| 7.8e-6 with max |w| ≈ 1. We allow 1e-4 · max |w|, well below one step's change
+    // (lr = 3e-3), and check below that leaving out rank 1's rows is seen (Δw 2.4e-2).
+    const Checkpoint c2 = Checkpoint::load(two + "/ckpt.safetensors"), c1 = Checkpoint::load(one + "/ckpt.safetensors");
+    CHECK(c2.progress.iter_num == 10);
+    CHECK(c2.progress.world_size == 2);
+    CHECK(c1.progress.world_size == 1);
+    const auto [diff, scale] = weight_diff(c2, c1);
+    INFO("max |w_2ranks - w_1rank| = " << diff << ", max |w| = " << scale);
+    CHECK(diff <= 1e-4 * scale);
+
+    // The check can fail: rank 1's rows count. One rank alone with batch 4 (rank 0's rows)
+    // ends far from the 2-rank run.
+    REQUIRE(run(bin("train") + common + " --batch_size=4 --out_dir=" + half).status == 0);
+    const auto [diff_half, scale_half] = weight_diff(c2, Checkpoint::load(half + "/ckpt.safetensors"));
+    INFO("max |w_2ranks - w_rank0_alone| = " << diff_half);
+    CHECK(diff_half > 100 * diff);
+    CHECK(diff_half > 1e-3 * scale_half);
+}
+
+TEST_CASE("the same 2-rank run twice gives byte-identical checkpoints and losses", "[.][mpi][determinism]") {
+    require_mpi();
+    TempDir tmp;
+    const std::string data = (tmp.path / "data.txt").string();
+    std::ofstream(data) << corpus();
+    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
+    // Dropout on: each rank's masks come from (seed, iter, micro-step, rank), not from timing.
+    const std::string common = kModel + " --data=" + data +
+                               " --max_iters=8 --eval_interval=4 --batch_size=3 --gradient_accumulation_steps=2 --dropout=0.1";
+    Run ra = run(mpirun(2) + bin("train") + common + " --out_dir=" + a);
+    INFO(ra.output);
+    REQUIRE(ra.status == 0);
+    Run rb = run(mpirun(2) + bin("train") + common + " --out_dir=" + b);
+    INFO(rb.output);
+    REQUIRE(rb.status == 0);
+    const std::string ca = read_bytes(a + "/ckpt.safetensors"), cb = read_bytes(b + "/ckpt.safetensors");
+    REQUIRE(ca.size() > 1000);
+    CHECK(ca == cb);  // weights, AdamW moments, sampler state, metadata: every byte
+    CHECK(losses(a + "/log.csv") == losses(b + "/log.csv"));
+}
+
+TEST_CASE("a 2-rank run resumes exactly on 2 ranks and is refused on 1", "[.][mpi][resume]") {
+    require_mpi();
+    TempDir tmp;
+    const std::string data = (tmp.path / "data.txt").string();
+    std::ofstream(data) << corpus();
+    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
+    const std::string common = kModel + " --data=" + data + " --eval_interval=4 --batch_size=3 --lr_decay_iters=8";
+    REQUIRE(run(mpirun(2) + bin("train") + common + " --max_iters=8 --out_dir=" + a).status == 0);
+    REQUIRE(run(mpirun(2) + bin("train") + common + " --max_iters=4 --out_dir=" + b).status == 0);
+
+    Run alone = run(bin("train") + common + " --max_iters=8 --init_from=resume --out_dir=" + b);
+    INFO(alone.output);
+    CHECK(alone.status == 1);
+    CHECK(alone.output.find("error: the checkpoint was written by a run on 2 rank(s) and this run has 1") !=
+          std::string::npos);
+    CHECK(alone.output.find("mpirun -np 2") != std::string::npos);
+
+    Run resumed = run(mpirun(2) + bin("train") + common + " --max_iters=8 --init_from=resume --out_dir=" + b);
+    INFO(resumed.output);
+    REQUIRE(resumed.status == 0);
+    CHECK(read_bytes(a + "/ckpt.safetensors") == read_bytes(b + "/ckpt.safetensors"));
+}
+
+// The pid of the rank `rank` of a job whose command line mentions `marker`, or 0.
+static pid_t find_rank(const std::string& marker, int rank) {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string cmd = read_bytes(e.path() / "cmdline"), env = read_bytes(e.path() / "environ");
+        for (char& c : cmd) c = c ? c : ' ';
+        const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+        if (cmd.find(marker) == std::string::npos || cmd.find("mpirun") != std::string::npos) continue;
+        for (size_t at = env.find(want); at != std::string::npos; at = env.find(want, at + 1))
+            if ((at == 0 || env[at - 1] == '\0') && (at + want.size() == env.size() || env[at + want.size()] == '\0'))
+                return pid_t(std::stol(name));
+    }
+    return 0;
+}
+
+TEST_CASE("a rank that dies ends the whole job with a message, and the last checkpoint stays intact",
+          "[.][mpi][failure]") {
+    require_mpi();
+    TempDir tmp;
+    const std::string data = (tmp.path / "data.txt").string();
+    std::ofstream(data) << corpus();
+    const fs::path out = tmp.path / "out", log = tmp.path / "job.log", status = tmp.path / "job.status";
+    // A run far too long to finish, saving every 2 iterations; in the background.
+    const std::string job = mpirun(2) + bin("train") + kModel + " --data=" + data +
+                            " --max_iters=1000000 --eval_interval=2 --eval_iters=1 --batch_size=2 --out_dir=" + out.string();
+    REQUIRE(std::system(("(" + job + " > " + log.string() + " 2>&1; echo $? > " + status.string() + ") &").c_str()) == 0);
+
+    using clock = std::chrono::steady_clock;
+    const auto wait_for = [](const auto& cond, double seconds) {
+        const auto t0 = clock::now();
+        while (!cond() && std::chrono::duration<double>(clock::now() - t0).count() < seconds)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return cond();
+    };
+    // Training is under way once a checkpoint has been written a few times.
+    const bool saving = wait_for([&] { return read_bytes(log).find("saved checkpoint") != read_bytes(log).rfind("saved checkpoint"); }, 60);
+    INFO(read_bytes(log));
+    REQUIRE(saving);
+    const pid_t victim = find_rank(out.string(), 1);
+    REQUIRE(victim > 0);
+    REQUIRE(kill(victim, SIGKILL) == 0);
+
+    // mpirun notices and ends rank 0 too; the 120 s timeout (exit 124) would mean it hung.
+    const bool ended = wait_for([&] { return fs::exists(status) && fs::file_size(status) > 0; }, 150);
+    const std::string output = read_bytes(log);
+    INFO(output);
+    REQUIRE(ended);
+    const int code = std::stoi(read_bytes(status));
+    CHECK(code != 0);
+    CHECK(code != 124);
+    // Open MPI names the rank and the signal.
+    CHECK(output.find("rank 1") != std::string::npos);
+    CHECK((output.find("signal 9") != std::string::npos || output.find("Killed") != std::string::npos));
+    CHECK(find_rank(out.string(), 0) == 0);  // no rank is left behind
+
+    // The last checkpoint is whole: it loads, and a 2-rank run resumes from it.
+    const Checkpoint ck = Checkpoint::load((out / "ckpt.safetensors").string());
+    CHECK(ck.progress.iter_num >= 2);
+    CHECK(ck.progress.world_size == 2);
+    const int next = ck.progress.iter_num + 2;
+    Run resumed = run(mpirun(2) + bin("train") + kModel + " --data=" + data + " --eval_interval=2 --eval_iters=1 --batch_size=2" +
+                      " --init_from=resume --max_iters=" + std::to_string(next) + " --out_dir=" + out.string());
+    INFO(resumed.output);
+    CHECK(resumed.status == 0);
+    CHECK(Checkpoint::load((out / "ckpt.safetensors").string()).progress.iter_num == next);
+}
