@@ -51,6 +51,7 @@ SHARED_DATA ?= ../shared/data/tinyshakespeare.txt
 DATA        := data/tinyshakespeare/input.txt
 OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
+JOBS        ?= $(shell nproc)
 
 .PHONY: all deps build test asan train sample bench data clean
 .DEFAULT_GOAL := all
@@ -66,7 +67,7 @@ deps:
 	fi
 
 build: deps
-	@$(MAKE) --no-print-directory $(APPS) $(BUILD)/tests
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) $(APPS) $(BUILD)/tests
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -87,11 +88,11 @@ $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libhandgrad.a
 # HANDGRAD_BIN tells the app tests which build's binaries to run.
 test: build
 	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
-	  ./$(BUILD)/tests $(TEST_ARGS)
+	  ./$(BUILD)/tests --durations yes $(TEST_ARGS)
 
 # The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 \
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) BUILD=build-asan SAN=1 OPT=-O1 \
 	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
 	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
