@@ -15,6 +15,7 @@
 //   build/activations --ckpt=out-shakespeare-char/ckpt.safetensors --fresh_init=lesson14 --out=init.json
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
