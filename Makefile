@@ -3,6 +3,7 @@
 #   make train   install what is missing, build, fetch tiny Shakespeare, train the course GPT, sample
 #   make test    install what is missing, build, run the Catch2 suite (gradient checks first)
 #   make asan    the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#   make plot    the pictures of a run (after make train; OUT_DIR=DIR for another run), PNGs in its out_dir
 #
 # Layout: lib/**/*.cpp -> build/libhandgrad.a;  apps/X.cpp -> build/X;  tests/*.cpp -> build/tests
 
@@ -53,7 +54,7 @@ OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 JOBS        ?= $(shell nproc)
 
-.PHONY: all deps build test asan train sample bench data clean
+.PHONY: all deps build test asan train sample bench plot data clean
 .DEFAULT_GOAL := all
 all: build
 
@@ -113,6 +114,14 @@ bench: build
 	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q '^install ok installed' || \
 	  ( SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); $$SUDO apt-get install -y -qq python3-torch >/dev/null )
 	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/bench.py $(BENCH_RUNS)
+
+# The pictures of a run, PNGs in OUT_DIR: loss curves, parameters per component, attention of
+# every head, logits and causality, residual-stream norms (tools/plot.py, Debian's matplotlib).
+PLOT_ARGS ?=
+plot: build
+	@dpkg-query -W -f='$${Status}\n' python3-matplotlib 2>/dev/null | grep -q '^install ok installed' || \
+	  ( SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); $$SUDO apt-get install -y -qq python3-matplotlib >/dev/null )
+	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/plot.py $(OUT_DIR) $(PLOT_ARGS)
 
 sample: build
 	./$(BUILD)/sample --out_dir=$(OUT_DIR) $(EXTRA)

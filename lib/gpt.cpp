@@ -312,6 +312,10 @@ void gpt_backward(GPT<real>& m, real dloss) {
     crossentropy_backward(d.dlogits, a.probs, m.targets, N, V, dloss);
     tick(m, Work::CrossEntropy, true);
     zero(m, d.dln, NC);
+    // Tied weights: logits = ln_f · wteᵀ and x⁰ = wte[idx] + wpe use one matrix, so dL/dwte is the
+    // sum of both paths. g.lm_head is g.wte then (one buffer, gpt_build), so this line adds the
+    // unembedding's dlogitsᵀ · ln_f (V, C) into dwte, and encoder_backward at the end adds the
+    // embedding's scatter on top: the += of every backward is the whole of the accumulation.
     linear_backward(d.dln, g.lm_head, static_cast<real*>(nullptr), d.dlogits, a.ln_f, p.lm_head, N, C, V);
     tick(m, Work::Matmul, true);
     real* dx = d.dx;  // the gradient of the residual stream, from the top block down
@@ -366,6 +370,7 @@ void gpt_backward(GPT<real>& m, real dloss) {
     Dropout drop = dropout_at(m, 0, kEmbedding);
     if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
     tick(m, Work::Dropout, true);
+    // dwte += the scatter of dx's rows (with tied weights onto lm_head's gradient, added above)
     encoder_backward(g.wte, c.pos == PosEncoding::Learned ? g.wpe : static_cast<real*>(nullptr), dx,
                      m.inputs, B, T, C);
     tick(m, Work::Embedding, true);
