@@ -3,6 +3,7 @@
 #   make train   install what is missing, build, fetch tiny Shakespeare, train the course GPT, sample
 #   make test    install what is missing, build, run the Catch2 suite (gradient checks first)
 #   make asan    the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer (without MPI)
+#   make plot    the pictures of a run (after make train; OUT_DIR=DIR for another run), PNGs in its out_dir
 #   make train-mpi NP=2   the same training, data-parallel over NP processes with Open MPI
 #   make test-mpi         the multi-process tests (2 ranks under mpirun)
 #
@@ -64,8 +65,9 @@ SHARED_DATA ?= ../shared/data/tinyshakespeare.txt
 DATA        := data/tinyshakespeare/input.txt
 OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
+JOBS        ?= $(shell nproc)
 
-.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench data clean
+.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data clean
 .DEFAULT_GOAL := all
 all: build
 
@@ -79,7 +81,7 @@ deps deps-mpi:
 	fi
 
 build: deps
-	@$(MAKE) --no-print-directory $(APPS) $(BUILD)/tests
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) $(APPS) $(BUILD)/tests
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -106,11 +108,11 @@ $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libhandgrad.a
 # HANDGRAD_BIN tells the app tests which build's binaries to run.
 test: build
 	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
-	  ./$(BUILD)/tests $(TEST_ARGS)
+	  ./$(BUILD)/tests --durations yes $(TEST_ARGS)
 
 # The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 MPI=0 \
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) BUILD=build-asan SAN=1 OPT=-O1 MPI=0 \
 	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
 	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
@@ -127,11 +129,14 @@ train: build data
 
 # Data-parallel: the same recipe on NP processes (Open MPI, installed if missing), the course's
 # batch of 12 split over the ranks (12 / NP rows each), so the effective batch stays 12 and the
-# run is the single-process one computed in NP pieces. Each rank gets cores / NP threads.
+# run is the single-process one computed in NP pieces. Each rank gets cores / NP threads and is
+# pinned to that many cores of its own (more ranks than cores: oversubscribed, unpinned).
 # More hosts: see the README ("Several processes, several machines").
 NP          ?= 2
 OUT_DIR_MPI ?= out-shakespeare-char-mpi
-MPIRUN      ?= mpirun --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+MPI_PE      := $(shell echo $$(( $(shell nproc) / $(NP) )))
+MPI_BIND    := $(if $(filter 0,$(MPI_PE)),--oversubscribe --bind-to none,--map-by slot:PE=$(MPI_PE) --bind-to core)
+MPIRUN      ?= mpirun $(MPI_BIND) $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 train-mpi: deps-mpi data
 	@$(MAKE) --no-print-directory build MPI=1
 	$(MPIRUN) -np $(NP) ./$(BUILD)/train $(TRAIN_ARGS) --batch_size=$$((12 / $(NP))) --data=$(DATA) \
@@ -152,6 +157,14 @@ bench: build
 	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q '^install ok installed' || \
 	  ( SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); $$SUDO apt-get install -y -qq python3-torch >/dev/null )
 	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/bench.py $(BENCH_RUNS)
+
+# The pictures of a run, PNGs in OUT_DIR: loss curves, parameters per component, attention of
+# every head, logits and causality, residual-stream norms (tools/plot.py, Debian's matplotlib).
+PLOT_ARGS ?=
+plot: build
+	@dpkg-query -W -f='$${Status}\n' python3-matplotlib 2>/dev/null | grep -q '^install ok installed' || \
+	  ( SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); $$SUDO apt-get install -y -qq python3-matplotlib >/dev/null )
+	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/plot.py $(OUT_DIR) $(PLOT_ARGS)
 
 sample: build
 	./$(BUILD)/sample --out_dir=$(OUT_DIR) $(EXTRA)

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     app.add_option("--beta1", tc.adamw.beta1)->capture_default_str();
     app.add_option("--beta2", tc.adamw.beta2)->capture_default_str();
     app.add_option("--weight_decay", tc.adamw.weight_decay)->capture_default_str();
+    app.add_option("--eps", tc.adamw.eps, "AdamW's epsilon")->capture_default_str();
     app.add_option("--grad_clip", tc.grad_clip, "0 disables")->capture_default_str();
     app.add_option("--eval_interval", tc.eval_interval)->capture_default_str();
     app.add_option("--eval_iters", tc.eval_iters)->capture_default_str();

@@ -114,9 +114,9 @@ template <typename real>
 static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, BackwardScratch<real>& d) {
     Carver<real> arena{base};
     const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
-    d.dres_a = arena.take(N * C), d.dres_b = arena.take(N * C), d.dln = arena.take(N * C);
+    d.dx = arena.take(N * C), d.dln = arena.take(N * C);
     d.dqkv = arena.take(N * 3 * C), d.datty = arena.take(N * C);
-    d.dbranch = arena.take(N * C), d.ddrop = arena.take(N * C);
+    d.ddrop = arena.take(N * C);
     d.dfc = arena.take(N * 4 * C), d.dfc_gelu = arena.take(N * 4 * C);
     d.datt = arena.take(size_t(B) * NH * T * T);
     d.dlogits = arena.take(N * V);
@@ -312,10 +312,13 @@ void gpt_backward(GPT<real>& m, real dloss) {
     crossentropy_backward(d.dlogits, a.probs, m.targets, N, V, dloss);
     tick(m, Work::CrossEntropy, true);
     zero(m, d.dln, NC);
+    // Tied weights: logits = ln_f · wteᵀ and x⁰ = wte[idx] + wpe use one matrix, so dL/dwte is the
+    // sum of both paths. g.lm_head is g.wte then (one buffer, gpt_build), so this line adds the
+    // unembedding's dlogitsᵀ · ln_f (V, C) into dwte, and encoder_backward at the end adds the
+    // embedding's scatter on top: the += of every backward is the whole of the accumulation.
     linear_backward(d.dln, g.lm_head, static_cast<real*>(nullptr), d.dlogits, a.ln_f, p.lm_head, N, C, V);
     tick(m, Work::Matmul, true);
-    real* dx = d.dres_a;     // gradient of the stream at the current block's output
-    real* dmid = d.dres_b;   // ... and at its middle (res_2)
+    real* dx = d.dx;  // the gradient of the residual stream, from the top block down
     zero(m, dx, NC);
     layernorm_backward(dx, g.ln_f_w, g.ln_f_b, d.dln, x_last, p.ln_f_w, a.ln_f_mean, a.ln_f_rstd, N, C);
     tick(m, Work::LayerNorm, true);
@@ -325,13 +328,12 @@ void gpt_backward(GPT<real>& m, real dloss) {
         BlockParameters<real>& gw = g.h[l];
         const BlockActivations<real>& s = a.h[l];
         const real* x = l == 0 ? a.encoded : a.h[l - 1].res_3;
-        // res_3 = res_2 + mlp_proj
-        zero(m, dmid, NC), zero(m, d.dbranch, NC);
-        residual_backward(dmid, d.dbranch, dx, NC);
-        tick(m, Work::Residual, true);
-        const real* dmlp = d.dbranch;
+        // res_3 = res_2 + mlp_proj. A sum passes its gradient unchanged to both terms
+        // (residual_backward), so dx — d res_3 — is also d mlp_proj, read by the MLP branch
+        // below; once the branch has added its own part through ln_2, dx is d res_2. No copy.
+        const real* dmlp = dx;
         Dropout drop = dropout_at(m, l, kMlpResidual);
-        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dmlp = d.ddrop;
+        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dmlp = d.ddrop;
         tick(m, Work::Dropout, true);
         // mlp_proj = fc_gelu · Wᵀ + b;  fc_gelu = gelu(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = LN(res_2)
         zero(m, d.dfc_gelu, N * 4 * C);
@@ -343,15 +345,13 @@ void gpt_backward(GPT<real>& m, real dloss) {
         zero(m, d.dln, NC);
         linear_backward(d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, w.fc_w, N, C, 4 * C);
         tick(m, Work::Matmul, true);
-        layernorm_backward(dmid, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w, s.ln_2_mean, s.ln_2_rstd, N, C);
+        layernorm_backward(dx, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w, s.ln_2_mean, s.ln_2_rstd, N, C);
         tick(m, Work::LayerNorm, true);
-        // res_2 = x + attn_proj
-        zero(m, dx, NC), zero(m, d.dbranch, NC);
-        residual_backward(dx, d.dbranch, dmid, NC);
-        tick(m, Work::Residual, true);
-        const real* dattn = d.dbranch;
+        // res_2 = x + attn_proj: the same again. dx is d attn_proj for the attention branch,
+        // and becomes d x when ln_1's backward adds the branch's part.
+        const real* dattn = dx;
         drop = dropout_at(m, l, kAttnResidual);
-        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, d.dbranch, NC, drop), dattn = d.ddrop;
+        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dattn = d.ddrop;
         tick(m, Work::Dropout, true);
         // attn_proj = atty · Wᵀ + b;  atty = attention(qkv);  qkv = ln_1 · Wᵀ + b;  ln_1 = LN(x)
         zero(m, d.datty, NC);
@@ -370,6 +370,7 @@ void gpt_backward(GPT<real>& m, real dloss) {
     Dropout drop = dropout_at(m, 0, kEmbedding);
     if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
     tick(m, Work::Dropout, true);
+    // dwte += the scatter of dx's rows (with tied weights onto lm_head's gradient, added above)
     encoder_backward(g.wte, c.pos == PosEncoding::Learned ? g.wpe : static_cast<real*>(nullptr), dx,
                      m.inputs, B, T, C);
     tick(m, Work::Embedding, true);

@@ -102,12 +102,10 @@ struct ActivationTensors {
 // since every backward accumulates).
 template <typename real>
 struct BackwardScratch {
-    real* dres_a;     // (N, C) gradient of the residual stream, ping ...
-    real* dres_b;     // (N, C) ... and pong
+    real* dx;         // (N, C) gradient of the residual stream, updated block by block
     real* dln;        // (N, C) gradient at a LayerNorm's output
     real* dqkv;       // (N, 3C)
     real* datty;      // (N, C)
-    real* dbranch;    // (N, C) gradient at a branch's output (attn_proj or mlp_proj)
     real* ddrop;      // (N, C) gradient before a dropout (used only when dropout is on)
     real* dfc;        // (N, 4C)
     real* dfc_gelu;   // (N, 4C)

@@ -62,11 +62,15 @@ real crossentropy_row_scalar(real* probs, const real* logits, size_t n, int targ
     return std::log(sum) + (maxval - logits[target]);
 }
 
+// Softmax backward, one row (n).  out_i = exp(x_i) / Σ_j exp(x_j), so
+//   ∂out_i/∂x_j = out_i · (δ_ij − out_j)                     (the Jacobian, n × n, never formed)
+//   dinp_j = Σ_i dout_i · ∂out_i/∂x_j = out_j · (dout_j − Σ_i out_i · dout_i)
+// line D is the row's dot product Σ_i out_i·dout_i, line J the Jacobian-vector product.
 template <typename real>
 void softmax_backward_row_scalar(real* dinp, const real* out, const real* dout, size_t n) {
     real dot = 0;
-    for (size_t i = 0; i < n; i++) dot += out[i] * dout[i];
-    for (size_t i = 0; i < n; i++) dinp[i] = out[i] * (dout[i] - dot);
+    for (size_t i = 0; i < n; i++) dot += out[i] * dout[i];          // line D
+    for (size_t i = 0; i < n; i++) dinp[i] = out[i] * (dout[i] - dot);  // line J
 }
 
 }  // namespace hg
