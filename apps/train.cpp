@@ -215,7 +215,10 @@ int main(int argc, char** argv) {
             return rc;
         } catch (const std::exception& e) {
             if (!dist.mpi) throw;  // run_app prints it
-            // The other ranks may be waiting for this one in a collective: end them all.
+            // The other ranks may be waiting for this one in a collective: end them all. Most
+            // errors (a bad flag value, a missing file) hit every rank alike: the others give
+            // rank 0 a moment to say it once and end the job before they would say it too.
+            if (dist.rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
             fmt::print(stderr, "error: rank {} of {}: {}\n", dist.rank, dist.size, e.what());
             std::fflush(stderr);
             dist_abort(dist, 1);
