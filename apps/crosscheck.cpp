@@ -15,6 +15,8 @@
 //   f32.grad_norm / f64.grad_norm   F64 (S)         the global gradient norm before clipping
 //   f32.grad.<name> / f64.grad.<name>   every parameter's gradient on batch 0 (before clipping)
 //   f32.step3.<name> / f64.step3.<name> every parameter after the S AdamW steps
+//   f32.grad1.<name>, f32.grad2.<name>  the float run's gradients of steps 1 and 2 (before
+//                                   clipping): the reference replays its optimizer on them
 //   metadata: config, lr (JSON array of the S learning rates, in double), adamw (JSON of the
 //   float32 betas/eps/weight_decay, printed exactly), grad_clip, dropout_keys (JSON array of
 //   the S forward keys as decimal strings: the reference recomputes the dropout masks from them).
@@ -73,6 +75,7 @@ struct Run {
 struct Result {
     std::vector<double> logits, loss, grad_norm;
     std::map<std::string, std::vector<double>> grad, step3;
+    std::vector<std::map<std::string, std::vector<double>>> later_grads;  // steps 1 .. S-1
 };
 
 template <typename real>
@@ -130,12 +133,11 @@ Result run_steps(GPT<real>& model, const Run& run) {
         r.loss.push_back(gpt_forward(model, idx, targets, run.B, run.T, ForwardMode{training, run.keys[s]}));
         gpt_backward(model);
         corrupt_gradient(model, run.corrupt);
-        if (s == 0) {
-            r.logits.assign(model.acts.logits, model.acts.logits + BT * model.config.vocab_size);
-            for (const TensorSpec& t : model.table) {
-                const real* g = model.grads_memory.data() + t.offset;
-                r.grad[t.name].assign(g, g + t.shape.numel());
-            }
+        if (s == 0) r.logits.assign(model.acts.logits, model.acts.logits + BT * model.config.vocab_size);
+        auto& grads = s == 0 ? r.grad : r.later_grads.emplace_back();
+        for (const TensorSpec& t : model.table) {
+            const real* g = model.grads_memory.data() + t.offset;
+            grads[t.name].assign(g, g + t.shape.numel());
         }
         double norm = 0;
         optimizer_step(model, m.data(), v.data(), spans, run, s, &norm);
@@ -219,7 +221,7 @@ int main(int argc, char** argv) {
         w.add("idx", Dtype::I64, batch_shape, idx64.data());
         w.add("targets", Dtype::I64, batch_shape, targets64.data());
         std::vector<std::vector<float>> keep32;  // float copies of the f32 run's values
-        keep32.reserve(2 + 2 * model.table.size());
+        keep32.reserve(1 + (kSteps + 1) * model.table.size());
         auto add32 = [&](const std::string& name, std::vector<size_t> shape, const std::vector<double>& x) {
             keep32.emplace_back(x.begin(), x.end());  // exact: the values were floats
             w.add(name, Dtype::F32, std::move(shape), keep32.back().data());
@@ -240,6 +242,8 @@ int main(int argc, char** argv) {
             add64("f64.grad." + t.name, dims(t.shape), r64.grad.at(t.name));
             add32("f32.step3." + t.name, dims(t.shape), r32.step3.at(t.name));
             add64("f64.step3." + t.name, dims(t.shape), r64.step3.at(t.name));
+            for (int k = 1; k < kSteps; k++)
+                add32(fmt::format("f32.grad{}.{}", k, t.name), dims(t.shape), r32.later_grads[k - 1].at(t.name));
         }
         nlohmann::json keys = nlohmann::json::array();
         for (uint64_t k : run.keys) keys.push_back(std::to_string(k));
