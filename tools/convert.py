@@ -61,7 +61,10 @@ def placeholder_vocab(V):
 
 
 def to_handgrad(args):
-    ck = torch.load(args.ckpt, map_location="cpu")
+    try:
+        ck = torch.load(args.ckpt, map_location="cpu")
+    except Exception as e:  # not a file torch.save wrote: one line, not a traceback
+        die(f"{args.ckpt}: cannot read it as a PyTorch checkpoint: {e}")
     if not isinstance(ck, dict) or "model" not in ck or "model_args" not in ck:
         die(f"{args.ckpt}: not a nanoGPT checkpoint (no 'model' and 'model_args')")
     sd = OrderedDict()
@@ -113,7 +116,10 @@ def to_handgrad(args):
 
 
 def to_pytorch(args):
-    model, vocab, meta = torch_gpt.load_handgrad(args.ckpt)
+    try:
+        model, vocab, meta = torch_gpt.load_handgrad(args.ckpt)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        die(f"{args.ckpt}: not a handgrad checkpoint ({type(e).__name__}: {e})")
     c = model.config
     if c["pos_encoding"] != "learned" or c["gelu"] != "erf":
         print(f"warning: {c['pos_encoding']} positions / {c['gelu']} GELU: tools/torch_gpt.py runs this model, "

@@ -375,6 +375,11 @@ def load_handgrad(path, dtype=torch.float32):
     config = json.loads(meta["config"])
     model = GPT(config)
     sd = OrderedDict((k, torch.from_numpy(v)) for k, v in tensors.items() if not k.startswith("optim."))
+    want = model.state_dict().keys()
+    missing, unexpected = [k for k in want if k not in sd and k != "lm_head.weight"], [k for k in sd if k not in want]
+    if missing or unexpected:  # one short line rather than load_state_dict's list of every key
+        raise ValueError(f"{path}: {len(missing)} tensors missing (first: {missing[:2]}), "
+                         f"{len(unexpected)} unexpected (first: {unexpected[:2]})")
     if model.config["tie_weights"]:
         sd["lm_head.weight"] = sd["transformer.wte.weight"]
     model.load_state_dict(sd, strict=True)
