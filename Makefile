@@ -4,6 +4,7 @@
 #   make test    install what is missing, build, run the Catch2 suite (gradient checks first)
 #   make asan    the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer (without MPI)
 #   make plot    the pictures of a run (after make train; OUT_DIR=DIR for another run), PNGs in its out_dir
+#   make crosscheck  every tensor against a PyTorch reference; conversions to and from nanoGPT
 #   make train-mpi NP=2   the same training, data-parallel over NP processes with Open MPI
 #   make test-mpi         the multi-process tests (2 ranks under mpirun)
 #
@@ -67,7 +68,8 @@ OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 JOBS        ?= $(shell nproc)
 
-.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data clean
+.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data clean crosscheck \
+        crosscheck-deps
 .DEFAULT_GOAL := all
 all: build
 
@@ -152,6 +154,7 @@ test-mpi: deps-mpi
 	  ./$(BUILD)/tests "[mpi]" $(TEST_ARGS)
 
 # handgrad against the same step in PyTorch (Debian's python3-torch), side by side.
+# The system Python, which has Debian's python3-torch; a pyenv python3 on PATH would not.
 PYTHON ?= /usr/bin/python3
 bench: build
 	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q '^install ok installed' || \
@@ -172,6 +175,60 @@ sample: build
 data: $(DATA)
 $(DATA):
 	@bash data/tinyshakespeare/prepare.sh $(SHARED_DATA)
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch parity (tools/crosscheck.py) and weights that travel (tools/convert.py).
+CC_DIR   := $(BUILD)/crosscheck-data
+# The configs build/crosscheck dumps and the reference re-computes (name: model flags).
+CC_course     := --preset=course
+CC_gpt2_tied  := --bias_layout=gpt2 --tie_weights=true --n_layer=2 --n_head=4 --n_embd=64 --block_size=32 \
+                 --vocab_size=96 --seq_len=24 --batch_size=3
+CC_sinusoidal := --preset=lesson14 --batch_size=4
+CC_tanh_none  := --gelu=tanh --bias_layout=none --n_layer=2 --n_head=3 --n_embd=48 --block_size=16 --batch_size=4
+CC_dropout    := --preset=course --n_layer=2 --tie_weights=true --dropout=0.1 --seq_len=48
+CC_NAMES      := course gpt2_tied sinusoidal tanh_none dropout
+CC_CORRUPT    := transformer.h.1.mlp.c_fc.weight
+# A briefly trained course model for the whole-val-split eval check (~100 iterations).
+CC_TRAIN_ARGS := --preset=course --batch_size=12 --max_iters=100 --lr_decay_iters=100 --learning_rate=1e-3 \
+                 --min_lr=1e-4 --warmup_iters=10 --beta2=0.99 --eval_interval=100 --eval_iters=2 --log_interval=50
+
+crosscheck-deps:
+	@$(PYTHON) -c 'import torch, numpy' 2>/dev/null || { \
+	  echo "installing: python3-torch python3-numpy"; SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-torch python3-numpy >/dev/null; }
+
+crosscheck: build data crosscheck-deps
+	@mkdir -p $(CC_DIR)
+	@echo "== 1. logits, loss, every gradient, 3 AdamW steps: handgrad against PyTorch autograd"
+	$(foreach n,$(CC_NAMES),./$(BUILD)/crosscheck $(CC_$(n)) --ckpt=$(CC_DIR)/$(n).ckpt.safetensors \
+	  --out=$(CC_DIR)/$(n).dump.safetensors &&) true
+	$(PYTHON) tools/crosscheck.py params --dir $(CC_DIR) $(CC_NAMES)
+	@echo "== 2. the check can fail: a gradient scaled by 1.01 must be caught"
+	./$(BUILD)/crosscheck $(CC_course) --corrupt_grad=$(CC_CORRUPT) --ckpt=$(CC_DIR)/corrupt.ckpt.safetensors \
+	  --out=$(CC_DIR)/corrupt.dump.safetensors
+	@if $(PYTHON) tools/crosscheck.py params --dir $(CC_DIR) corrupt > $(CC_DIR)/corrupt.log 2>&1; then \
+	  cat $(CC_DIR)/corrupt.log; echo "crosscheck: the corrupted gradient was NOT detected"; exit 1; fi
+	@grep -q "float32 grad $(CC_CORRUPT):" $(CC_DIR)/corrupt.log && grep -q "float64 grad $(CC_CORRUPT):" $(CC_DIR)/corrupt.log \
+	  || { cat $(CC_DIR)/corrupt.log; echo "crosscheck: failed, but not on $(CC_CORRUPT)"; exit 1; }
+	@grep -E "grad $(CC_CORRUPT):" $(CC_DIR)/corrupt.log; echo "ok: the corrupted gradient fails the check"
+	@echo "== 3. build/eval against PyTorch over the whole val split, on a briefly trained course model"
+	./$(BUILD)/train $(CC_TRAIN_ARGS) --data=$(DATA) --out_dir=$(CC_DIR)/train > $(CC_DIR)/train.log
+	$(PYTHON) tools/crosscheck.py eval --ckpt=$(CC_DIR)/train/ckpt.safetensors --data=$(DATA) --bin=$(BUILD)
+	@echo "== 4. handgrad -> PyTorch -> handgrad is byte-identical"
+	@for n in course gpt2_tied sinusoidal tanh_none; do \
+	  $(PYTHON) tools/convert.py to-pytorch $(CC_DIR)/$$n.ckpt.safetensors -o $(CC_DIR)/rt-$$n.pt 2>/dev/null >/dev/null && \
+	  $(PYTHON) tools/convert.py to-handgrad $(CC_DIR)/rt-$$n.pt -o $(CC_DIR)/rt-$$n.safetensors >/dev/null && \
+	  cmp $(CC_DIR)/$$n.ckpt.safetensors $(CC_DIR)/rt-$$n.safetensors && echo "ok: $$n round trip byte-identical" || exit 1; \
+	done
+	@echo "== 5. a nanoGPT ckpt.pt -> handgrad: build/sample --temperature=0 = PyTorch's greedy decoding"
+	$(PYTHON) tools/crosscheck.py make-nanogpt --data=$(DATA) --out=$(CC_DIR)/nanogpt --iters=300
+	$(PYTHON) tools/convert.py to-handgrad $(CC_DIR)/nanogpt/ckpt.pt -o $(CC_DIR)/nanogpt.safetensors
+	$(PYTHON) tools/crosscheck.py sample --pt=$(CC_DIR)/nanogpt/ckpt.pt --meta=$(CC_DIR)/nanogpt/meta.pkl \
+	  --ckpt=$(CC_DIR)/nanogpt.safetensors --bin=$(BUILD) --start="ROMEO:" --n=200
+	$(PYTHON) tools/convert.py to-pytorch $(CC_DIR)/nanogpt.safetensors -o $(CC_DIR)/nanogpt-rt/ckpt.pt >/dev/null
+	$(PYTHON) tools/convert.py to-handgrad $(CC_DIR)/nanogpt-rt/ckpt.pt -o $(CC_DIR)/nanogpt-rt.safetensors >/dev/null
+	cmp $(CC_DIR)/nanogpt.safetensors $(CC_DIR)/nanogpt-rt.safetensors && echo "ok: nanoGPT model round trip byte-identical"
+	@echo "crosscheck: all passed"
 
 clean:
 	rm -rf build build-asan

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""convert.py — move weights between handgrad checkpoints and PyTorch / nanoGPT.
+
+  convert.py to-handgrad out/ckpt.pt [--meta data/meta.pkl] -o ckpt.safetensors
+      a nanoGPT checkpoint (torch.save of {'model': state_dict, 'model_args': {...}, ...}; the
+      '_orig_mod.' prefix torch.compile adds is stripped) and its meta.pkl vocabulary ('itos';
+      by default the meta.pkl beside ckpt.pt if there is one) -> a handgrad checkpoint
+  convert.py to-pytorch ckpt.safetensors -o out/ckpt.pt
+      a handgrad checkpoint -> a nanoGPT-format ckpt.pt whose 'model' entry is a state dict that
+      nanoGPT's GPT (and tools/torch_gpt.py's) loads with load_state_dict(strict=True), plus
+      meta.pkl (itos/stoi) beside it
+
+What each side cannot say, and how it is carried:
+  * nanoGPT's model_args has n_layer, n_head, n_embd, block_size, bias, vocab_size, dropout. The
+    choices handgrad adds (bias_layout, tie_weights, pos_encoding, gelu, init) go into a separate
+    'handgrad_config' entry (nanoGPT's GPTConfig(**model_args) would reject unknown keys), and
+    the handgrad metadata strings ride along verbatim as 'handgrad_metadata', so handgrad ->
+    PyTorch -> handgrad gives back the same file byte for byte (for a weights-only checkpoint:
+    AdamW moments are dropped, nanoGPT's optimizer state has another layout).
+  * Without 'handgrad_config' the file is plain nanoGPT: bias=True -> the gpt2 layout, False ->
+    none; learned positions, erf GELU; tied when lm_head.weight is absent or equal to wte
+    (nanoGPT ties by sharing the tensor, so its state_dict lists it under both names).
+  * nanoGPT itself has no sinusoidal positions and no tanh GELU: such handgrad models convert
+    (torch_gpt.GPT runs them) but nanoGPT's own GPT would load them wrongly; a warning says so.
+  * Old nanoGPT checkpoints (no flash attention) carry the causal mask as a buffer named
+    transformer.h.{i}.attn.bias of shape (1, 1, T, T); it is not a weight and is skipped.
+"""
+import argparse
+import json
+import os
+import pickle
+import sys
+from collections import OrderedDict
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_gpt  # noqa: E402
+
+NANOGPT_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size", "dropout")
+HANDGRAD_ONLY = ("bias_layout", "tie_weights", "pos_encoding", "gelu", "init")
+
+
+def die(msg):
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def config_json(c):
+    """The config as lib/checkpoint.cpp config_to_json writes it (nlohmann: sorted keys, compact)."""
+    keys = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "bias", "qkv_bias",
+            "bias_layout", "tie_weights", "pos_encoding", "gelu", "init")
+    return json.dumps({k: c[k] for k in sorted(keys)}, separators=(",", ":"), ensure_ascii=False)
+
+
+def placeholder_vocab(V):
+    """No meta.pkl (e.g. GPT-2's BPE): V distinct characters as stand-in tokens (handgrad's
+    tokenizer is one character per token), the same as build/crosscheck's."""
+    return [chr(33 + i) if i < 94 else chr(0x100 + i) for i in range(V)]
+
+
+def to_handgrad(args):
+    try:
+        ck = torch.load(args.ckpt, map_location="cpu")
+    except Exception as e:  # not a file torch.save wrote: one line, not a traceback
+        die(f"{args.ckpt}: cannot read it as a PyTorch checkpoint: {e}")
+    if not isinstance(ck, dict) or "model" not in ck or "model_args" not in ck:
+        die(f"{args.ckpt}: not a nanoGPT checkpoint (no 'model' and 'model_args')")
+    sd = OrderedDict()
+    for k, v in ck["model"].items():
+        sd[k[len("_orig_mod."):] if k.startswith("_orig_mod.") else k] = v
+    for k in [k for k in sd if k.endswith(".attn.bias") and sd[k].dim() == 4]:
+        del sd[k]  # an old nanoGPT's causal-mask buffer, not a weight
+    extra = ck.get("handgrad_config", {})
+    config = dict({k: ck["model_args"][k] for k in NANOGPT_ARGS if k in ck["model_args"]}, **extra)
+    if "tie_weights" not in extra:
+        config["tie_weights"] = "lm_head.weight" not in sd or torch.equal(sd["lm_head.weight"],
+                                                                          sd["transformer.wte.weight"])
+    config["dropout"] = float(config.get("dropout", 0.0))
+    c = torch_gpt.normalize_config(config)
+    if c["tie_weights"] and "lm_head.weight" in sd:
+        if not torch.equal(sd["lm_head.weight"], sd["transformer.wte.weight"]):
+            die("the config ties lm_head to wte, but lm_head.weight differs from transformer.wte.weight")
+        del sd["lm_head.weight"]
+    names, standins = torch_gpt.parameter_names(c), torch_gpt.standin_names(c)
+    unexpected = [k for k in sd if k not in names and k not in standins]
+    missing = [k for k in list(names) + list(standins) if k not in sd]
+    if missing or unexpected:
+        die(f"state dict does not match the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    for k in standins:
+        if torch.count_nonzero(sd[k]) != 0:
+            die(f"tensor '{k}' is not zero, but the '{c['bias_layout']}' layout has no such bias")
+    tensors = [(k, sd[k].detach().float().numpy()) for k in names] + \
+              [(k, sd[k].detach().float().numpy()) for k in standins]
+
+    meta = ck.get("handgrad_metadata")
+    if meta is None:
+        meta_path = args.meta or os.path.join(os.path.dirname(os.path.abspath(args.ckpt)), "meta.pkl")
+        if os.path.exists(meta_path):
+            with open(meta_path, "rb") as f:
+                itos = pickle.load(f)["itos"]
+            vocab = [itos[i] for i in range(len(itos))]
+        else:
+            print(f"warning: no {meta_path}: placeholder characters stand in for the vocabulary", file=sys.stderr)
+            vocab = placeholder_vocab(c["vocab_size"])
+        if len(vocab) != c["vocab_size"]:
+            die(f"the vocabulary has {len(vocab)} tokens but vocab_size is {c['vocab_size']}")
+        best = ck.get("best_val_loss", 1e9)
+        meta = {"config": config_json(c), "vocab": json.dumps(vocab, separators=(",", ":"), ensure_ascii=False),
+                "iter_num": str(int(ck.get("iter_num", 0))), "best_val_loss": "%.17g" % float(best),
+                "adam_step": "0", "rng_batch": "0", "train_config": "{}"}
+    torch_gpt.write_safetensors(args.out, tensors, meta)
+    print(f"wrote {args.out}: {c['bias_layout']} layout, {'tied' if c['tie_weights'] else 'untied'}, "
+          f"{sum(t.size for _, t in tensors[:len(names)]):,} parameters")
+
+
+def to_pytorch(args):
+    try:
+        model, vocab, meta = torch_gpt.load_handgrad(args.ckpt)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        die(f"{args.ckpt}: not a handgrad checkpoint ({type(e).__name__}: {e})")
+    c = model.config
+    if c["pos_encoding"] != "learned" or c["gelu"] != "erf":
+        print(f"warning: {c['pos_encoding']} positions / {c['gelu']} GELU: tools/torch_gpt.py runs this model, "
+              "nanoGPT's own GPT (learned positions, erf GELU) would load it but compute something else",
+              file=sys.stderr)
+    sd = model.state_dict()  # nanoGPT's keys; a tied lm_head.weight shares wte's storage
+    model_args = {k: c[k] for k in NANOGPT_ARGS}
+    ck = {"model": sd, "model_args": model_args, "iter_num": int(meta.get("iter_num", 0)),
+          "best_val_loss": float(meta.get("best_val_loss", 1e9)), "config": {},
+          "handgrad_config": {k: c[k] for k in HANDGRAD_ONLY},
+          "handgrad_metadata": {k: v for k, v in meta.items()}}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    torch.save(ck, args.out)
+    meta_path = os.path.join(os.path.dirname(os.path.abspath(args.out)), "meta.pkl")
+    with open(meta_path, "wb") as f:
+        pickle.dump({"vocab_size": len(vocab), "itos": dict(enumerate(vocab)),
+                     "stoi": {s: i for i, s in enumerate(vocab)}}, f)
+    # What the file promises, checked: a fresh nanoGPT-layout GPT loads it strictly.
+    fresh = torch_gpt.GPT(dict(model_args, **ck["handgrad_config"]))
+    fresh.load_state_dict(torch.load(args.out, map_location="cpu")["model"], strict=True)
+    print(f"wrote {args.out} and {meta_path}: {len(sd)} state_dict entries")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    h = sub.add_parser("to-handgrad")
+    h.add_argument("ckpt")
+    h.add_argument("--meta", help="meta.pkl with 'itos' (default: beside the checkpoint)")
+    h.add_argument("-o", "--out", required=True)
+    p = sub.add_parser("to-pytorch")
+    p.add_argument("ckpt")
+    p.add_argument("-o", "--out", required=True)
+    args = ap.parse_args()
+    {"to-handgrad": to_handgrad, "to-pytorch": to_pytorch}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

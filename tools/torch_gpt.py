@@ -1,0 +1,389 @@
+"""torch_gpt.py — a PyTorch reference GPT for handgrad, written with torch.nn modules and autograd.
+
+Nobody derived a gradient here: PyTorch's autograd does it. That is the point of the cross-check
+(tools/crosscheck.py): handgrad's hand-written backward against an implementation whose
+backward nobody on this project wrote.
+
+The module layout is nanoGPT's (model.py), so state_dict() keys are exactly nanoGPT's:
+  transformer.wte.weight, transformer.wpe.weight, transformer.h.{i}.ln_1.weight/.bias,
+  transformer.h.{i}.attn.c_attn.weight/.bias, .attn.c_proj.*, .ln_2.*, .mlp.c_fc.*, .mlp.c_proj.*,
+  transformer.ln_f.*, lm_head.weight
+and it honours every handgrad config choice (lib/config.h):
+  bias layout  gpt2: every bias; course: no Q/K/V bias; lesson14: no attention biases;
+               none: no biases at all, LayerNorm included. A missing attention bias that
+               nanoGPT's bias=True layout expects is a zero *buffer* (in state_dict, never
+               trained), exactly as handgrad checkpoints store a zero tensor for it;
+  tie_weights  lm_head.weight is the wte Parameter itself (nanoGPT's weight tying);
+  gelu         erf (nn.GELU()) or tanh (approximate='tanh');
+  pos_encoding learned (wpe) or sinusoidal: table[t,2i] = sin(t/10000^(2i/C)),
+               table[t,2i+1] = cos(...), a non-persistent buffer (not in state_dict);
+  dropout      after the embeddings, on the attention probabilities, after each branch's
+               projection (nanoGPT's four sites). By default torch's own random masks; the
+               cross-check plugs in handgrad's hash masks (handgrad_keep below) instead.
+
+Also here: a safetensors reader and writer in stdlib + numpy (the `safetensors` package is not
+installed), and loading a handgrad checkpoint.
+"""
+import json
+import math
+import struct
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# ----------------------------------------------------------------------------------------------
+# safetensors: [u64 LE header length N][N bytes of JSON header][data buffer]
+
+_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
+           "I16": np.int16, "I8": np.int8, "U8": np.uint8, "U16": np.uint16, "U32": np.uint32,
+           "U64": np.uint64, "BOOL": np.bool_}
+_NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+
+def read_safetensors(path):
+    """Returns (OrderedDict name -> numpy array, in buffer order; metadata dict)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 8:
+        raise ValueError(f"{path}: {len(raw)} bytes, a safetensors file has at least 8")
+    (n,) = struct.unpack("<Q", raw[:8])
+    if 8 + n > len(raw):
+        raise ValueError(f"{path}: header of {n} bytes runs past the end of the file")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    meta = header.pop("__metadata__", {}) or {}
+    buf = memoryview(raw)[8 + n:]
+    out = OrderedDict()
+    for name, e in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        begin, end = e["data_offsets"]
+        dt = np.dtype(_DTYPES[e["dtype"]]).newbyteorder("<")
+        shape = tuple(e["shape"])
+        count = int(np.prod(shape)) if shape else 1
+        if end - begin != count * dt.itemsize or end > len(buf):
+            raise ValueError(f"{path}: tensor '{name}' has a bad byte range")
+        out[name] = np.frombuffer(buf[begin:end], dtype=dt).reshape(shape).copy()
+    return out, meta
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """tensors: iterable of (name, numpy array), written in that order. The header is laid out as
+    handgrad's SafetensorsWriter does (compact JSON, metadata first with sorted keys, tensors in
+    insertion order, padded with spaces to a multiple of 8), so a file handgrad wrote can be
+    reproduced byte for byte."""
+    header = OrderedDict()
+    if metadata:
+        header["__metadata__"] = OrderedDict(sorted(metadata.items()))
+    blobs, offset = [], 0
+    for name, a in tensors:
+        a = np.ascontiguousarray(a)
+        data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+        header[name] = OrderedDict([("dtype", _NAMES[np.dtype(a.dtype.type)]), ("shape", list(a.shape)),
+                                    ("data_offsets", [offset, offset + len(data)])])
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+# ----------------------------------------------------------------------------------------------
+# The config: handgrad's checkpoint JSON (lib/checkpoint.cpp config_to_json).
+
+def normalize_config(c):
+    """Fills handgrad's defaults for keys a nanoGPT model_args lacks; returns a new dict."""
+    c = dict(c)
+    if "bias_layout" not in c:
+        bias, qkv = c.get("bias", True), c.get("qkv_bias", True)
+        c["bias_layout"] = "none" if not bias else ("gpt2" if qkv else "course")
+    c.setdefault("tie_weights", True)
+    c.setdefault("pos_encoding", "learned")
+    c.setdefault("gelu", "erf")
+    c.setdefault("init", "gpt2")
+    c.setdefault("dropout", 0.0)
+    c["bias"] = c["bias_layout"] != "none"
+    c["qkv_bias"] = c["bias_layout"] == "gpt2"
+    return c
+
+
+def has_qkv_bias(c): return c["bias_layout"] == "gpt2"
+def has_attn_proj_bias(c): return c["bias_layout"] in ("gpt2", "course")
+def has_mlp_bias(c): return c["bias_layout"] != "none"
+def has_ln_bias(c): return c["bias_layout"] != "none"
+
+
+def parameter_names(c):
+    """handgrad's tensor table (lib/gpt.cpp walk_parameters): every trained tensor, in order."""
+    names = ["transformer.wte.weight"]
+    if c["pos_encoding"] == "learned":
+        names.append("transformer.wpe.weight")
+    for i in range(c["n_layer"]):
+        p = f"transformer.h.{i}."
+        names.append(p + "ln_1.weight")
+        if has_ln_bias(c): names.append(p + "ln_1.bias")
+        names.append(p + "attn.c_attn.weight")
+        if has_qkv_bias(c): names.append(p + "attn.c_attn.bias")
+        names.append(p + "attn.c_proj.weight")
+        if has_attn_proj_bias(c): names.append(p + "attn.c_proj.bias")
+        names.append(p + "ln_2.weight")
+        if has_ln_bias(c): names.append(p + "ln_2.bias")
+        names.append(p + "mlp.c_fc.weight")
+        if has_mlp_bias(c): names.append(p + "mlp.c_fc.bias")
+        names.append(p + "mlp.c_proj.weight")
+        if has_mlp_bias(c): names.append(p + "mlp.c_proj.bias")
+    names.append("transformer.ln_f.weight")
+    if has_ln_bias(c): names.append("transformer.ln_f.bias")
+    if not c["tie_weights"]:
+        names.append("lm_head.weight")
+    return names
+
+
+def standin_names(c):
+    """Zero attention biases stored so a nanoGPT bias=True model loads the weights (as
+    lib/checkpoint.cpp standin_biases): name -> length."""
+    out = OrderedDict()
+    if not has_mlp_bias(c):
+        return out
+    C = c["n_embd"]
+    for i in range(c["n_layer"]):
+        p = f"transformer.h.{i}.attn."
+        if not has_qkv_bias(c): out[p + "c_attn.bias"] = 3 * C
+        if not has_attn_proj_bias(c): out[p + "c_proj.bias"] = C
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# handgrad's dropout masks (lib/rng.h, lib/gpt.cpp dropout_at), recomputed bit for bit.
+
+_M64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _mix64_int(z):
+    z &= _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _mix64_np(z):
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def handgrad_keep(step_key, layer, site, n, p):
+    """keep_i = hash_uniform(key, i) >= p for i < n, with key = mix64(step_key ^ mix64((layer+1)*4
+    + site)); sites: 0 embeddings, 1 attention probabilities, 2 attention branch, 3 MLP branch."""
+    key = _mix64_int(step_key ^ _mix64_int((layer + 1) * 4 + site))
+    i = np.arange(1, n + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        u = (_mix64_np(np.uint64(key) + np.uint64(_GOLDEN) * i) >> np.uint64(40)).astype(np.float64)
+    return u * (1.0 / 16777216.0) >= float(np.float32(p))
+
+
+class Dropout(nn.Module):
+    """nn.Dropout, except that when the model's dropout_key is set, the mask is handgrad's."""
+
+    def __init__(self, p, layer, site, shared):
+        super().__init__()
+        self.p, self.layer, self.site, self.shared = p, layer, site, shared
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        key = self.shared.get("key")
+        if key is None:
+            return F.dropout(x, self.p, True)
+        keep = handgrad_keep(key, self.layer, self.site, x.numel(), self.p)
+        if x.dtype == torch.float32:  # handgrad: scale = 1.0f / (1.0f - p) in float
+            scale = np.float32(1) / (np.float32(1) - np.float32(self.p))
+        else:
+            scale = 1.0 / (1.0 - float(np.float32(self.p)))
+        mult = torch.from_numpy(keep.astype(np.float64) * float(scale)).to(x.dtype).view(x.shape)
+        return x * mult
+
+
+# ----------------------------------------------------------------------------------------------
+# The model, nanoGPT's layout.
+
+def _linear(cin, cout, bias, standin):
+    lin = nn.Linear(cin, cout, bias=bias)
+    if not bias and standin:  # a zero bias nanoGPT's layout expects: in state_dict, never trained
+        del lin.bias
+        lin.register_buffer("bias", torch.zeros(cout))
+    return lin
+
+
+# handgrad's LayerNorm eps is the float 1e-5f in both precisions (lib/layers/layernorm.h); PyTorch
+# rounds eps to float32 for float32 tensors anyway, and in float64 the difference (~1e-13 in eps)
+# would show as ~1e-10 in the outputs, so the reference uses the same float32-rounded value.
+LN_EPS = float(np.float32(1e-5))
+
+
+class LayerNorm(nn.Module):
+    """nanoGPT's LayerNorm: weight, and a bias unless the layout has none. eps 1e-5 (LN_EPS)."""
+
+    def __init__(self, C, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(C))
+        self.bias = nn.Parameter(torch.zeros(C)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, LN_EPS)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c, layer, shared):
+        super().__init__()
+        C, standin = c["n_embd"], has_mlp_bias(c)
+        self.n_head = c["n_head"]
+        self.c_attn = _linear(C, 3 * C, has_qkv_bias(c), standin)
+        self.c_proj = _linear(C, C, has_attn_proj_bias(c), standin)
+        self.attn_dropout = Dropout(c["dropout"], layer, 1, shared)
+        self.resid_dropout = Dropout(c["dropout"], layer, 2, shared)
+        T = c["block_size"]
+        self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        hs = C // self.n_head
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, hs).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
+        att = att.masked_fill(~self.mask[:T, :T], float("-inf"))
+        att = self.attn_dropout(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, c, layer, shared):
+        super().__init__()
+        C = c["n_embd"]
+        self.c_fc = nn.Linear(C, 4 * C, bias=has_mlp_bias(c))
+        self.gelu = nn.GELU(approximate="tanh" if c["gelu"] == "tanh" else "none")
+        self.c_proj = nn.Linear(4 * C, C, bias=has_mlp_bias(c))
+        self.dropout = Dropout(c["dropout"], layer, 3, shared)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, c, layer, shared):
+        super().__init__()
+        self.ln_1 = LayerNorm(c["n_embd"], has_ln_bias(c))
+        self.attn = CausalSelfAttention(c, layer, shared)
+        self.ln_2 = LayerNorm(c["n_embd"], has_ln_bias(c))
+        self.mlp = MLP(c, layer, shared)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+def sinusoidal_table(T, C):
+    """table[t, 2i] = sin(t·ω_i), table[t, 2i+1] = cos(t·ω_i), ω_i = 10000^(−2i/C); in float64."""
+    t = np.arange(T, dtype=np.float64)[:, None]
+    two_i = (np.arange(C) - np.arange(C) % 2).astype(np.float64)[None, :]
+    angle = t * np.power(10000.0, -two_i / C)
+    return np.where(np.arange(C)[None, :] % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        c = self.config = normalize_config(config)
+        V, C = c["vocab_size"], c["n_embd"]
+        self.shared = {"key": None}  # the dropout key every Dropout reads (None: torch's masks)
+        modules = dict(wte=nn.Embedding(V, C))
+        if c["pos_encoding"] == "learned":
+            modules["wpe"] = nn.Embedding(c["block_size"], C)
+        modules.update(drop=Dropout(c["dropout"], 0, 0, self.shared),  # handgrad: layer 0, site 0
+                       h=nn.ModuleList([Block(c, i, self.shared) for i in range(c["n_layer"])]),
+                       ln_f=LayerNorm(C, has_ln_bias(c)))
+        self.transformer = nn.ModuleDict(modules)
+        if c["pos_encoding"] == "sinusoidal":
+            self.register_buffer("pos_table", torch.from_numpy(sinusoidal_table(c["block_size"], C)).float(),
+                                 persistent=False)
+        self.lm_head = nn.Linear(C, V, bias=False)
+        if c["tie_weights"]:
+            self.lm_head.weight = self.transformer.wte.weight  # one Parameter, two uses
+
+    def to_double(self):
+        """Float64 everywhere; the sinusoidal table is recomputed in double, not widened."""
+        self.double()
+        if self.config["pos_encoding"] == "sinusoidal":
+            c = self.config
+            self.pos_table = torch.from_numpy(sinusoidal_table(c["block_size"], c["n_embd"]))
+        return self
+
+    def set_dropout_key(self, key):
+        self.shared["key"] = key
+
+    def forward(self, idx, targets=None):
+        B, T = idx.shape
+        tr = self.transformer
+        pos = tr.wpe(torch.arange(T)) if "wpe" in tr else self.pos_table[:T]
+        x = tr.drop(tr.wte(idx) + pos)  # (B, T, C)
+        for block in tr.h:
+            x = block(x)
+        logits = self.lm_head(tr.ln_f(x))  # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+        return logits, loss
+
+    def trained_parameters(self):
+        """(name, Parameter) in handgrad's table order; a tied lm_head is not listed twice."""
+        sd = dict(self.named_parameters())
+        return [(n, sd[n]) for n in parameter_names(self.config)]
+
+    def init_gpt2(self, seed):
+        """nanoGPT's _init_weights: N(0, 0.02²), residual projections N(0, 0.02²/2L), biases 0."""
+        g = torch.Generator().manual_seed(seed)
+        L = self.config["n_layer"]
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if ".ln_" in name or name.startswith("transformer.ln_f"):
+                    p.fill_(1.0 if name.endswith("weight") else 0.0)
+                elif name.endswith("bias"):
+                    p.zero_()
+                else:
+                    std = 0.02 / math.sqrt(2 * L) if name.endswith("c_proj.weight") else 0.02
+                    p.normal_(0.0, std, generator=g)
+        return self
+
+
+# ----------------------------------------------------------------------------------------------
+# handgrad checkpoints
+
+def load_handgrad(path, dtype=torch.float32):
+    """A handgrad checkpoint -> (GPT in eval mode, vocab list, metadata dict). Loads with
+    strict=True: every tensor the module has must be in the file, and nothing else (optimizer
+    moments, optim.m./optim.v., are skipped)."""
+    tensors, meta = read_safetensors(path)
+    config = json.loads(meta["config"])
+    model = GPT(config)
+    sd = OrderedDict((k, torch.from_numpy(v)) for k, v in tensors.items() if not k.startswith("optim."))
+    want = model.state_dict().keys()
+    missing, unexpected = [k for k in want if k not in sd and k != "lm_head.weight"], [k for k in sd if k not in want]
+    if missing or unexpected:  # one short line rather than load_state_dict's list of every key
+        raise ValueError(f"{path}: {len(missing)} tensors missing (first: {missing[:2]}), "
+                         f"{len(unexpected)} unexpected (first: {unexpected[:2]})")
+    if model.config["tie_weights"]:
+        sd["lm_head.weight"] = sd["transformer.wte.weight"]
+    model.load_state_dict(sd, strict=True)
+    if dtype == torch.float64:
+        model.to_double()
+    model.eval()
+    return model, json.loads(meta["vocab"]), meta
