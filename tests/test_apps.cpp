@@ -16,36 +16,11 @@
 #include <string>
 
 #include "lib/checkpoint.h"
+#include "tests/app_runner.h"
 
 using namespace hg;
+using namespace hg::test;
 namespace fs = std::filesystem;
-
-struct Run {
-    int status;          // the exit code (128 + signal if killed)
-    std::string output;  // stdout and stderr
-};
-
-static std::string bin(const std::string& app) {
-    const char* dir = std::getenv("HANDGRAD_BIN");
-    return std::string(dir ? dir : "build") + "/" + app;
-}
-
-static Run run(const std::string& cmd) {
-    Run r{0, ""};
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-    int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
-}
-
-static std::string write_file(const fs::path& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
-    return path.string();
-}
 
 static std::string corpus() {
     std::string s;
@@ -55,22 +30,6 @@ static std::string corpus() {
 
 // A tiny model so each run takes well under a second.
 static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        path = fs::temp_directory_path() / ("handgrad-apps-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
-
-static std::string read_bytes(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // One "error: ..." line, naming `phrase`, and a non-zero exit.
 static void expect_error(const Run& r, const std::string& phrase) {
@@ -82,7 +41,7 @@ static void expect_error(const Run& r, const std::string& phrase) {
 }
 
 TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line", "[apps][errors]") {
-    TempDir tmp;
+    TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string base = bin("train") + kTiny + " --out_dir=" + (tmp.path / "out").string();
     expect_error(run(base + " --data=" + data + " --n_head=3"), "divisible by n_head");
@@ -100,7 +59,7 @@ TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line
 }
 
 TEST_CASE("train, eval and sample work end to end; resuming through the app is exact", "[apps][resume]") {
-    TempDir tmp;
+    TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
     const std::string common = kTiny + " --data=" + data + " --lr_decay_iters=12 --eval_interval=6 --log_interval=3";
@@ -156,7 +115,7 @@ TEST_CASE("train, eval and sample work end to end; resuming through the app is e
 }
 
 TEST_CASE("a non-finite loss stops training and keeps the last good checkpoint", "[apps][nan]") {
-    TempDir tmp;
+    TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string out = (tmp.path / "out").string();
     const std::string common = kTiny + " --data=" + data + " --out_dir=" + out;
@@ -173,7 +132,7 @@ TEST_CASE("a non-finite loss stops training and keeps the last good checkpoint",
 }
 
 TEST_CASE("Ctrl-C finishes the step, saves a loadable checkpoint, and exits cleanly", "[apps][sigint]") {
-    TempDir tmp;
+    TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string out = (tmp.path / "out").string();
     // A run far too long to finish; SIGINT after 2 s (the handler is installed before training).

@@ -30,49 +30,13 @@
 
 #include "lib/checkpoint.h"
 #include "lib/dist.h"
+#include "tests/app_runner.h"
 
 using namespace hg;
+using namespace hg::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Run {
-    int status;          // the exit code (128 + signal if killed)
-    std::string output;  // stdout and stderr
-};
-
-std::string bin(const std::string& app) {
-    const char* dir = std::getenv("HANDGRAD_BIN");
-    return std::string(dir ? dir : "build") + "/" + app;
-}
-
-Run run(const std::string& cmd) {
-    Run r{0, ""};
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-    const int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
-}
-
-std::string read_bytes(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        path = fs::temp_directory_path() / ("handgrad-mpi-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
 
 // A corpus with some variety, so different rows give visibly different gradients.
 std::string corpus() {
@@ -137,7 +101,7 @@ void require_mpi() {
 
 TEST_CASE("2 ranks with batch B equal 1 rank with batch 2B of the same rows", "[.][mpi][equivalence]") {
     require_mpi();
-    TempDir tmp;
+    TempDir tmp("handgrad-mpi");
     const std::string data = (tmp.path / "data.txt").string();
     std::ofstream(data) << corpus();
     const std::string two = (tmp.path / "two").string(), one = (tmp.path / "one").string(),
@@ -191,7 +155,7 @@ TEST_CASE("2 ranks with batch B equal 1 rank with batch 2B of the same rows", "[
 
 TEST_CASE("the same 2-rank run twice gives byte-identical checkpoints and losses", "[.][mpi][determinism]") {
     require_mpi();
-    TempDir tmp;
+    TempDir tmp("handgrad-mpi");
     const std::string data = (tmp.path / "data.txt").string();
     std::ofstream(data) << corpus();
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
@@ -212,7 +176,7 @@ TEST_CASE("the same 2-rank run twice gives byte-identical checkpoints and losses
 
 TEST_CASE("a 2-rank run resumes exactly on 2 ranks and is refused on 1", "[.][mpi][resume]") {
     require_mpi();
-    TempDir tmp;
+    TempDir tmp("handgrad-mpi");
     const std::string data = (tmp.path / "data.txt").string();
     std::ofstream(data) << corpus();
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
@@ -280,7 +244,7 @@ struct BackgroundJob {
 TEST_CASE("a rank that dies ends the whole job with a message, and the last checkpoint stays intact",
           "[.][mpi][failure]") {
     require_mpi();
-    TempDir tmp;
+    TempDir tmp("handgrad-mpi");
     const std::string data = (tmp.path / "data.txt").string();
     std::ofstream(data) << corpus();
     BackgroundJob job(tmp.path, data);
@@ -317,7 +281,7 @@ TEST_CASE("a rank that dies ends the whole job with a message, and the last chec
 
 TEST_CASE("Ctrl-C on one rank stops every rank at the same step; rank 0 saves", "[.][mpi][failure]") {
     require_mpi();
-    TempDir tmp;
+    TempDir tmp("handgrad-mpi");
     const std::string data = (tmp.path / "data.txt").string();
     std::ofstream(data) << corpus();
     BackgroundJob job(tmp.path, data);
@@ -337,7 +301,7 @@ TEST_CASE("Ctrl-C on one rank stops every rank at the same step; rank 0 saves", 
 
 TEST_CASE("an error every rank hits ends the job with one error line", "[.][mpi][failure]") {
     require_mpi();
-    TempDir tmp;
+    TempDir tmp("handgrad-mpi");
     Run r = run(mpirun(2) + bin("train") + kModel + " --data=" + (tmp.path / "missing.txt").string());
     INFO(r.output);
     CHECK(r.status == 1);

@@ -17,42 +17,15 @@
 #include <string>
 
 #include "lib/checkpoint.h"
+#include "tests/app_runner.h"
 #include "lib/data.h"
 #include "lib/probe.h"
 
 using namespace hg;
+using namespace hg::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Run {
-    int status;          // the exit code (128 + signal if killed)
-    std::string output;  // stdout and stderr
-};
-
-std::string bin(const std::string& app) {
-    const char* dir = std::getenv("HANDGRAD_BIN");
-    return std::string(dir ? dir : "build") + "/" + app;
-}
-
-Run run(const std::string& cmd) {
-    Run r{0, ""};
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-    const int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
-}
-
-std::string read_bytes(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // A trained tiny run (2 layers, 2 heads, 12 steps) in a temporary out_dir.
 struct TinyRun {

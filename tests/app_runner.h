@@ -1,0 +1,65 @@
+// app_runner.h — running the built apps from tests: a command's exit status and output,
+// temporary directories, and whole-file reads and writes.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace hg::test {
+
+struct Run {
+    int status;          // the exit code (128 + signal if killed)
+    std::string output;  // stdout and stderr
+};
+
+// The path of an app in the build the tests belong to (make sets HANDGRAD_BIN).
+inline std::string bin(const std::string& app) {
+    const char* dir = std::getenv("HANDGRAD_BIN");
+    return std::string(dir ? dir : "build") + "/" + app;
+}
+
+inline Run run(const std::string& cmd) {
+    Run r{0, ""};
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+    const int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r;
+}
+
+inline std::string write_file(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+    return path.string();
+}
+
+inline std::string read_bytes(const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// A fresh directory under /tmp, removed with everything in it when the test ends.
+struct TempDir {
+    std::filesystem::path path;
+    explicit TempDir(const std::string& prefix = "handgrad-test") {
+        path = std::filesystem::temp_directory_path() /
+               (prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace hg::test
