@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <omp.h>
+
 #include "lib/kernels/vec.h"
 #include "lib/matmul.h"
 
@@ -14,18 +16,26 @@ namespace hg {
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
-    // With a bias, copy it into every row of out first and let the sgemm add onto it
-    // (beta = 1); that is one pass over out instead of a second one after the product.
-    if (bias) {
-#pragma omp parallel for schedule(static) if ((size_t)N * OC > (1u << 18))
-        for (int n = 0; n < N; n++) std::memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
+    // Each thread takes a contiguous block of rows and runs its own sgemm on it (OpenBLAS's
+    // OpenMP build runs single-threaded inside our parallel region). For the narrow shapes of a
+    // small GPT (768 rows × 128..512) this beats one sgemm that OpenBLAS splits itself by up to
+    // 20 % (measured with build/bench); the rows' results do not depend on the split.
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int n0 = int((long long)N * t / nt), n1 = int((long long)N * (t + 1) / nt);
+        if (n1 > n0) {
+            // With a bias, copy it into every row of out first and let the sgemm add onto it
+            // (beta = 1); that is one pass over out instead of a second one after the product.
+            if (bias)
+                for (int n = n0; n < n1; n++) std::memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
+            // out = inp · weightᵀ (+ out):  (N,C)·(OC,C)ᵀ = (N,OC), rows [n0, n1)
+            matmul_nt(out + (size_t)n0 * OC, inp + (size_t)n0 * C, weight, n1 - n0, OC, C, C, C, OC, 1.0f,
+                      bias ? 1.0f : 0.0f);
+        }
     }
-    // out = inp · weightᵀ (+ out):  (N,C)·(OC,C)ᵀ = (N,OC)
-    matmul_nt(out, inp, weight, N, OC, C, C, C, OC, 1.0f, bias ? 1.0f : 0.0f);
 }
 
-// Columns of dbias per task in the column sums: a fixed split, so every dbias entry is summed
-// over n in the same order whatever the thread count.
 constexpr int kBiasCols = 64;
 
 // Backward of out = inp·Wᵀ + b, given dout = dL/dout (N,OC). Derivation in linear.h, above
@@ -34,20 +44,40 @@ constexpr int kBiasCols = 64;
 //   term 2  dweight += doutᵀ · inp      (OC,N)·(N,C)     matmul_tn, beta = 1
 //   term 3  dbias   += Σ_n dout[n,:]    column sums      vec_acc down each column block
 // dinp (N,C) or null, dweight (OC,C), dbias (OC) or null, dout (N,OC), inp (N,C), weight (OC,C).
+// dbias += Σ_n dout[n, :], over fixed blocks of columns, each summed in row order.
+static void bias_backward(float* dbias, const float* dout, int N, int OC, bool parallel) {
+    const int nblocks = (OC + kBiasCols - 1) / kBiasCols;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int blk = 0; blk < nblocks; blk++) {
+        const int o0 = blk * kBiasCols;
+        const size_t width = (size_t)std::min(kBiasCols, OC - o0);
+        for (int n = 0; n < N; n++) vec_acc(dbias + o0, dout + (size_t)n * OC + o0, width);
+    }
+}
+
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
+    // Terms 1 and 2 are independent products of the same size (N·C·OC multiply-adds each). On
+    // exactly two threads each gets one, single-threaded, side by side: for small shapes that
+    // beats splitting each product across both threads (measured 3-10 % per layer). Otherwise
+    // one after the other, each threaded by OpenBLAS.
+    if (omp_get_max_threads() == 2 && dinp && !omp_in_parallel()) {
+#pragma omp parallel sections num_threads(2)
+        {
+#pragma omp section
+            matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 1.0f);  // term 1
+#pragma omp section
+            {
+                matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);  // term 2
+                if (dbias) bias_backward(dbias, dout, N, OC, false);             // term 3
+            }
+        }
+        return;
+    }
     if (dinp) matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 1.0f);  // term 1
     matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);            // term 2
-    if (dbias) {                                                              // term 3
-        const int nblocks = (OC + kBiasCols - 1) / kBiasCols;
-#pragma omp parallel for schedule(static) if ((size_t)N * OC > (1u << 18))
-        for (int blk = 0; blk < nblocks; blk++) {
-            const int o0 = blk * kBiasCols;
-            const size_t width = (size_t)std::min(kBiasCols, OC - o0);
-            for (int n = 0; n < N; n++) vec_acc(dbias + o0, dout + (size_t)n * OC + o0, width);
-        }
-    }
+    if (dbias) bias_backward(dbias, dout, N, OC, (size_t)N * OC > (1u << 18));  // term 3
 }
 
 }  // namespace hg
