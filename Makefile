@@ -13,7 +13,7 @@
 CXX      ?= g++
 BUILD    ?= build
 SAN      ?=
-# -O3, never -Ofast/-ffast-math: finite differences and GELU's backward need IEEE floats.
+# -O3, and never the "fast math" options: finite differences and GELU's backward need IEEE floats.
 # No -march=native: Highway compiles every x86 target itself and picks one at run time,
 # so one binary uses AVX-512 here and still runs on an older x86-64.
 OPT      ?= -O3
