@@ -10,6 +10,7 @@
 // The loss fed to a layer's check is sum(r ⊙ out) with r random: never a plain sum, which
 // for a softmax is identically 1 and would let any backward pass.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <functional>
@@ -75,6 +76,15 @@ std::vector<real> randn(size_t n, uint64_t seed, double scale = 1.0) {
     std::vector<real> v(n);
     for (auto& x : v) x = real(scale * rng.normal());
     return v;
+}
+
+// How many entries differ (bitwise-equal floats compare equal). Used instead of CHECK(a == b)
+// on big arrays, which on failure would print every element.
+inline size_t mismatches(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return std::max(a.size(), b.size());
+    size_t k = 0;
+    for (size_t i = 0; i < a.size(); i++) k += !(a[i] == b[i]);
+    return k;
 }
 
 // sum(r ⊙ out): the scalar loss every layer check differentiates.

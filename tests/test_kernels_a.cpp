@@ -34,20 +34,12 @@
 #include "tests/gradcheck.h"
 
 using namespace hg;
+using hg::test::mismatches;
 using hg::test::randn;
 using Floats = std::vector<float>;
 using Doubles = std::vector<double>;
 
 namespace {
-
-// How many entries differ (bitwise-equal floats compare equal). Used instead of CHECK(a == b)
-// on big arrays, which on failure would print every element.
-inline size_t mismatches(const std::vector<float>& a, const std::vector<float>& b) {
-    if (a.size() != b.size()) return std::max(a.size(), b.size());
-    size_t k = 0;
-    for (size_t i = 0; i < a.size(); i++) k += !(a[i] == b[i]);
-    return k;
-}
 
 constexpr double kEps = FLT_EPSILON;  // 1.19e-7, one ulp of 1.0f
 constexpr double kGeluFwdUlps = 3, kGeluBwdUlps = 4;

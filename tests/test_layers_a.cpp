@@ -17,21 +17,13 @@
 #include "tests/gradcheck.h"
 
 using namespace hg;
+using hg::test::mismatches;
 using hg::test::dot;
 using hg::test::gradcheck;
 using hg::test::randn;
 using Vec = std::vector<double>;
 
 namespace {
-
-// How many entries differ (bitwise-equal floats compare equal). Used instead of CHECK(a == b)
-// on big arrays, which on failure would print every element.
-inline size_t mismatches(const std::vector<float>& a, const std::vector<float>& b) {
-    if (a.size() != b.size()) return std::max(a.size(), b.size());
-    size_t k = 0;
-    for (size_t i = 0; i < a.size(); i++) k += !(a[i] == b[i]);
-    return k;
-}
 
 // Runs gradcheck and reports: CHECK that it passes, with the worst entry in the message.
 // input_scale sets the step h = 1e-5·scale: the truncation error is h²/6 times the third

@@ -22,6 +22,20 @@ static void fill_multipliers(float* mult, size_t i0, size_t len, const Dropout& 
     for (size_t j = 0; j < len; j++) mult[j] = drop.keep(i0 + j) ? s : 0.0f;
 }
 
+// Both passes walk the array in fixed chunks (in parallel when large), recompute each chunk's
+// multipliers m_i = keep_i / (1 - p) from the key, and hand them to `apply(i0, len, mult)`.
+template <typename Apply>
+static void for_each_chunk(size_t n, Dropout drop, Apply apply) {
+    const std::ptrdiff_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+    for (std::ptrdiff_t k = 0; k < chunks; k++) {
+        const size_t i0 = k * kChunk, len = std::min(kChunk, n - i0);
+        float mult[kChunk];
+        fill_multipliers(mult, i0, len, drop);
+        apply(i0, len, mult);
+    }
+}
+
 void dropout_forward(float* out,        // (n)
                      const float* inp,  // (n)
                      size_t n, Dropout drop) {
@@ -30,14 +44,9 @@ void dropout_forward(float* out,        // (n)
         if (out != inp) std::memmove(out, inp, n * sizeof(float));
         return;
     }
-    const std::ptrdiff_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::ptrdiff_t k = 0; k < chunks; k++) {
-        const size_t i0 = k * kChunk, len = std::min(kChunk, n - i0);
-        float mult[kChunk];
-        fill_multipliers(mult, i0, len, drop);
+    for_each_chunk(n, drop, [&](size_t i0, size_t len, const float* mult) {
         dropout_mul_kernel(out + i0, inp + i0, mult, len);
-    }
+    });
 }
 
 // Backward (derivation above dropout_backward_scalar in dropout.h): out_i = inp_i · m_i with the
@@ -51,14 +60,9 @@ void dropout_backward(float* dinp,        // (n)
         vec_acc(dinp, dout, n);
         return;
     }
-    const std::ptrdiff_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::ptrdiff_t k = 0; k < chunks; k++) {
-        const size_t i0 = k * kChunk, len = std::min(kChunk, n - i0);
-        float mult[kChunk];
-        fill_multipliers(mult, i0, len, drop);
+    for_each_chunk(n, drop, [&](size_t i0, size_t len, const float* mult) {
         dropout_mul_acc_kernel(dinp + i0, dout + i0, mult, len);
-    }
+    });
 }
 
 }  // namespace hg
