@@ -68,7 +68,7 @@ OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 JOBS        ?= $(shell nproc)
 
-.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data clean crosscheck \
+.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data clean crosscheck speedrun speedrun-search \
         crosscheck-deps
 .DEFAULT_GOAL := all
 all: build
@@ -128,6 +128,24 @@ train: build data
 	./$(BUILD)/train $(TRAIN_ARGS) --data=$(DATA) --out_dir=$(OUT_DIR) $(EXTRA)
 	./$(BUILD)/eval --ckpt=$(OUT_DIR)/ckpt.safetensors --data=$(DATA) --split=val
 	./$(BUILD)/sample --out_dir=$(OUT_DIR) --max_new_tokens=500
+
+# The ten-minute speedrun: the speedrun preset (model and recipe, found by tools/speedrun_search.py)
+# trains for SPEEDRUN_BUDGET seconds of wall clock (evaluation excluded), then prints the loss
+# over the whole val split, the iterations done, and a sample. Best on an otherwise idle machine.
+SPEEDRUN_BUDGET ?= 600
+SPEEDRUN_DIR    ?= out-speedrun
+speedrun: build data
+	./$(BUILD)/train --preset=speedrun --time_budget=$(SPEEDRUN_BUDGET) --data=$(DATA) --out_dir=$(SPEEDRUN_DIR) $(EXTRA)
+	./$(BUILD)/sample --out_dir=$(SPEEDRUN_DIR) --max_new_tokens=500
+
+# The search behind the preset: each candidate's step timed, then trained for the iterations
+# that fit in SEARCH_BUDGET seconds (single-threaded runs, SEARCH_JOBS at a time), and scored on
+# the whole val split; a markdown table at the end. 14 candidates × 600 s ≈ 2 h 20 min on 2 cores.
+SEARCH_BUDGET ?= 600
+SEARCH_JOBS   ?= $(shell nproc)
+speedrun-search: build data
+	HANDGRAD_BIN=$(BUILD) HANDGRAD_DATA=$(DATA) $(PYTHON) tools/speedrun_search.py --budget $(SEARCH_BUDGET) \
+	  --jobs $(SEARCH_JOBS) --out_root out-speedrun-search --out out-speedrun-search/table.md $(SEARCH_ARGS)
 
 # Data-parallel: the same recipe on NP processes (Open MPI, installed if missing), the course's
 # batch of 12 split over the ranks (12 / NP rows each), so the effective batch stays 12 and the

@@ -3,8 +3,8 @@
 //   build/eval --ckpt=out-shakespeare-char/ckpt.safetensors --text=some.txt [--json]
 //   build/eval --ckpt=... --data=data/tinyshakespeare/input.txt --split=val
 //
-// Windows start at i = 0, T, 2T, ... with i + T + 1 <= len: inputs text[i : i+T], targets
-// text[i+1 : i+T+1]. The loss is the mean over all those targets, in nats and bits per character.
+// The windows are lib/evaluate.h's: non-overlapping, each target scored once; the loss is their
+// mean, in nats and bits per character.
 #include <omp.h>
 #include <cblas.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +14,7 @@
 #include "apps/flags.h"
 #include "lib/checkpoint.h"
 #include "lib/data.h"
+#include "lib/evaluate.h"
 
 using namespace hg;
 
@@ -42,30 +43,16 @@ int main(int argc, char** argv) {
             Split s = split_train_val(ids);
             ids = split_name == "val" ? s.val : s.train;
         }
-        const int T = ck.config.block_size;
-        const size_t windows = eval_windows(ids.size(), T);
-        check(windows > 0, "the text has {} tokens; block_size {} needs at least {}", ids.size(), T, T + 1);
         GPT<float> model;
-        gpt_build(model, ck.config, batch_size, T);
+        gpt_build(model, ck.config, batch_size, ck.config.block_size);
         ck.read_weights(model);
-        std::vector<int> idx(size_t(batch_size) * T), targets(size_t(batch_size) * T);
-        double sum = 0;  // Σ of per-token losses
-        for (size_t w0 = 0; w0 < windows; w0 += batch_size) {
-            const int B = int(std::min<size_t>(batch_size, windows - w0));
-            for (int b = 0; b < B; b++) {
-                const size_t i = (w0 + b) * T;
-                std::copy(ids.begin() + i, ids.begin() + i + T, idx.begin() + size_t(b) * T);
-                std::copy(ids.begin() + i + 1, ids.begin() + i + T + 1, targets.begin() + size_t(b) * T);
-            }
-            sum += gpt_forward(model, idx.data(), targets.data(), B, T) * B * T;
-        }
-        const size_t tokens = windows * T;
-        const double loss = sum / tokens;
+        const WindowLoss w = windowed_loss(model, ids);
         if (json) {
-            fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"bits_per_char", loss / std::log(2.0)}, {"tokens", tokens}}.dump());
+            fmt::print("{}\n", nlohmann::json{{"loss", w.loss}, {"bits_per_char", w.loss / std::log(2.0)},
+                                              {"tokens", w.tokens}}.dump());
         } else {
-            fmt::print("loss {:.4f} nats/char, {:.4f} bits/char over {} tokens ({} windows of {})\n", loss,
-                       loss / std::log(2.0), tokens, windows, T);
+            fmt::print("loss {:.4f} nats/char, {:.4f} bits/char over {} tokens ({} windows of {})\n", w.loss,
+                       w.loss / std::log(2.0), w.tokens, w.windows, w.T);
         }
         return 0;
     });

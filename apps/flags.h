@@ -27,7 +27,7 @@ struct ModelFlags {
     void add(CLI::App& app) {
         // As nanoGPT's configurator: a flag given twice takes its last value.
         app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-        app.add_option("--preset", preset, "course | shakespeare-char | gpt2 | gpt2-medium | lesson14")
+        app.add_option("--preset", preset, "course | shakespeare-char | speedrun | gpt2 | gpt2-medium | lesson14")
             ->capture_default_str();
         o_vocab = app.add_option("--vocab_size", cfg.vocab_size, "V");
         o_block = app.add_option("--block_size", cfg.block_size, "context length T");
@@ -62,6 +62,18 @@ struct ModelFlags {
         return c;
     }
 };
+
+// The value of the last --preset in argv ("course" when none): train reads it before parsing
+// the other flags, whose defaults depend on it. The full parse reports any mistake in it.
+inline std::string preset_in_args(int argc, char** argv) {
+    std::string name = "course";
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        if (a.rfind("--preset=", 0) == 0) name = a.substr(9);
+        if (a == "--preset" && i + 1 < argc) name = argv[i + 1];
+    }
+    return name;
+}
 
 // Runs an app's body: flag errors exit 2, library errors (hg::Error) exit 1, each as one line.
 inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {

@@ -28,6 +28,7 @@
 #include "apps/flags.h"
 #include "lib/data.h"
 #include "lib/dist.h"
+#include "lib/evaluate.h"
 #include "lib/kernels/simd.h"
 #include "lib/trainer.h"
 
@@ -45,7 +46,9 @@ int main(int argc, char** argv) {
     CLI::App app{"handgrad train: train a GPT on a text file (nanoGPT's flags)"};
     ModelFlags model;
     model.add(app);
-    TrainConfig tc;
+    // A preset sets the training defaults too (train_preset): read --preset before the rest.
+    TrainConfig tc = train_preset(preset_in_args(argc, argv));
+    const TrainConfig preset_tc = tc;
     std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
     int threads = 0;
     bool always_save_checkpoint = true;
@@ -53,9 +56,12 @@ int main(int argc, char** argv) {
     CLI::Option* o_min_lr = app.add_option("--min_lr", tc.schedule.min_lr, "default: learning_rate / 10");
     app.add_option("--batch_size", tc.batch_size)->capture_default_str();
     app.add_option("--gradient_accumulation_steps", tc.gradient_accumulation_steps)->capture_default_str();
-    app.add_option("--max_iters", tc.max_iters)->capture_default_str();
+    CLI::Option* o_max_iters = app.add_option("--max_iters", tc.max_iters)->capture_default_str();
+    CLI::Option* o_budget = app.add_option("--time_budget", tc.time_budget,
+                                           "seconds of training (evaluation excluded) over which the lr schedule "
+                                           "is laid; 0: train max_iters")->capture_default_str();
     app.add_option("--learning_rate", tc.schedule.learning_rate)->capture_default_str();
-    app.add_option("--warmup_iters", tc.schedule.warmup_iters)->capture_default_str();
+    CLI::Option* o_warmup = app.add_option("--warmup_iters", tc.schedule.warmup_iters)->capture_default_str();
     app.add_option("--decay_lr", tc.schedule.decay_lr)->capture_default_str();
     app.add_option("--beta1", tc.adamw.beta1)->capture_default_str();
     app.add_option("--beta2", tc.adamw.beta2)->capture_default_str();
@@ -79,8 +85,19 @@ int main(int argc, char** argv) {
     auto train_main = [&]() -> int {
         // Every rank runs all of this in lockstep; only rank 0 speaks (its stdout, its log.csv).
         if (dist.rank != 0) check(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence rank {}", dist.rank);
+        // nanoGPT's defaults: lr_decay_iters = max_iters, min_lr = learning_rate / 10 (a preset may
+        // set another ratio). An explicit --max_iters turns a preset's time budget off, and a
+        // preset's warmup is cut to fit a shorter run.
+        if (o_max_iters->count() && !o_budget->count()) tc.time_budget = 0;
+        check(!(o_max_iters->count() && o_budget->count() && tc.time_budget > 0),
+              "give --max_iters or --time_budget, not both (the budget decides the iterations)");
         if (!o_decay->count()) tc.schedule.lr_decay_iters = tc.max_iters;
-        if (!o_min_lr->count()) tc.schedule.min_lr = tc.schedule.learning_rate / 10;
+        if (!o_warmup->count()) tc.schedule.warmup_iters = std::min(tc.schedule.warmup_iters, tc.schedule.lr_decay_iters);
+        if (!o_min_lr->count())
+            tc.schedule.min_lr = tc.schedule.learning_rate * (preset_tc.schedule.min_lr / preset_tc.schedule.learning_rate);
+        check(tc.time_budget == 0 || init_from == "scratch",
+              "--time_budget plans a fresh run; resume a budgeted run with the --max_iters=N "
+              "--lr_decay_iters=N --warmup_iters=W it printed");
         check(init_from == "scratch" || init_from == "resume", "--init_from must be scratch or resume (got '{}')", init_from);
         check(threads >= 0, "--threads must be positive (got {})", threads);
         // N ranks on one host share its cores: by default each takes cores / N threads.
@@ -122,15 +139,6 @@ int main(int argc, char** argv) {
               "{}: the train/val splits have {} and {} tokens; block_size {} needs at least {} in each", data,
               split.train.size(), split.val.size(), trainer.model.config.block_size,
               trainer.model.config.block_size + 1);
-        nlohmann::json tj = {{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
-                             {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
-                             {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
-                             {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"beta1", tc.adamw.beta1},
-                             {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
-                             {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"data", data}, {"threads", threads},
-                             {"world_size", dist.size}};
-        trainer.progress.train_config = tj.dump();
-
         const GPTConfig& c = trainer.model.config;
         const int tokens_per_iter = dist.size * tc.batch_size * tc.gradient_accumulation_steps * c.block_size;
         fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, dropout {})\n",
@@ -144,6 +152,26 @@ int main(int argc, char** argv) {
                        dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
                        dist.size, tc.batch_size, tc.gradient_accumulation_steps);
 
+        BudgetPlan plan;
+        if (tc.time_budget > 0) {
+            plan = trainer.plan_time_budget();
+            tc = trainer.cfg;
+            fmt::print("time budget: {:.0f} s of training; a step takes {:.1f} ms (median of {}, timing took {:.1f} s): "
+                       "{} iterations planned, warmup {}, cosine to min_lr at {}\n"
+                       "(the clock enters only here: --max_iters={} --lr_decay_iters={} --warmup_iters={} "
+                       "--time_budget=0 reproduces this run bit for bit)\n",
+                       tc.time_budget, 1000 * plan.step_seconds, plan.timed_steps, plan.spent, plan.iters, tc.schedule.warmup_iters,
+                       plan.iters, plan.iters, plan.iters, tc.schedule.warmup_iters);
+        }
+        nlohmann::json tj = {{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
+                             {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
+                             {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
+                             {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"beta1", tc.adamw.beta1},
+                             {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
+                             {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"time_budget", tc.time_budget},
+                             {"data", data}, {"threads", threads}, {"world_size", dist.size}};
+        trainer.progress.train_config = tj.dump();
+
         fs::create_directories(out_dir);
         const std::string csv_path = (fs::path(out_dir) / "log.csv").string();
         const bool new_csv = init_from == "scratch" || !fs::exists(csv_path);
@@ -152,16 +180,21 @@ int main(int argc, char** argv) {
         if (new_csv) std::fprintf(csv, "kind,iter,loss,val_loss,lr,ms_per_iter,tokens_per_s\n");
         std::signal(SIGINT, on_sigint);
 
+        // The budget counts training only: the clock time since the start, less evaluation and
+        // saving, plus the planning steps. The run stops before a step that would overrun it.
         double t_last = now_seconds(), t_start = t_last, eval_seconds = 0;
         int iters_since_log = 0, first_iter = trainer.progress.iter_num;
+        bool clock_stopped = false;
+        auto train_seconds = [&] { return plan.spent + now_seconds() - t_start - eval_seconds; };
         while (true) {
             const int iter = trainer.progress.iter_num;
-            const bool last = iter >= tc.max_iters;
+            if (tc.time_budget > 0 && iter < tc.max_iters)
+                clock_stopped = dist_any(dist, train_seconds() + plan.step_seconds > tc.time_budget);
+            const bool last = iter >= tc.max_iters || clock_stopped;
             if (iter % tc.eval_interval == 0 || last) {
                 const double t0 = now_seconds();
                 const double train_loss = trainer.estimate_loss(split.train);
                 const double val_loss = trainer.estimate_loss(split.val);
-                eval_seconds += now_seconds() - t0;
                 check(trainer.ranks_agree(), "the ranks' weights differ at iter {}: the MPI sum is not "
                       "identical on every rank", iter);
                 fmt::print("step {}: train loss {:.4f}, val loss {:.4f}\n", iter, train_loss, val_loss);
@@ -174,6 +207,7 @@ int main(int argc, char** argv) {
                     fmt::print("saved checkpoint to {}\n", ckpt_path);
                 }
                 t_last = now_seconds();
+                eval_seconds += t_last - t0;
             }
             if (last) break;
             if (dist_any(dist, g_interrupted)) {  // every rank stops at the same step
@@ -200,8 +234,21 @@ int main(int argc, char** argv) {
             }
         }
         std::fclose(csv);
-        fmt::print("done: {} iterations in {:.1f} s ({:.1f} s of it evaluating)\n", trainer.progress.iter_num - first_iter,
-                   now_seconds() - t_start, eval_seconds);
+        if (clock_stopped)
+            fmt::print("the time budget ran out at iter {} of the {} planned\n", trainer.progress.iter_num, tc.max_iters);
+        if (tc.time_budget > 0 && trainer.progress.iter_num > first_iter)
+            fmt::print("steps took {:.1f} ms each on average (planned for {:.1f})\n",
+                       1000 * (train_seconds() - plan.spent) / (trainer.progress.iter_num - first_iter),
+                       1000 * plan.step_seconds);
+        fmt::print("done: {} iterations in {:.1f} s ({:.1f} s of training, {:.1f} s evaluating and saving)\n",
+                   trainer.progress.iter_num - first_iter, now_seconds() - t_start + plan.spent, train_seconds(),
+                   eval_seconds);
+        if (tc.time_budget > 0) {  // the number a budgeted run is judged by: build/eval's, on the whole val split
+            const double t0 = now_seconds();
+            const WindowLoss w = windowed_loss(trainer.model, split.val);
+            fmt::print("whole val split: loss {:.4f} nats/char over {} tokens ({} windows of {}; {:.1f} s)\n", w.loss,
+                       w.tokens, w.windows, w.T, now_seconds() - t0);
+        }
         if (dist.size > 1)
             fmt::print("allreduce: {:.2f} s on rank 0 ({} floats = {:.1f} MB per step)\n", trainer.comm_seconds,
                        trainer.model.num_parameters, 4e-6 * double(trainer.model.num_parameters));

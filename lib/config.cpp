@@ -31,6 +31,10 @@ GPTConfig preset(const std::string& name) {
         c.bias = BiasLayout::GPT2, c.tie_weights = true;
         return c;
     }
+    if (name == "speedrun") {  // the ten-minute recipe's model (tools/speedrun_search.py, README)
+        c.block_size = 128, c.dropout = 0.0f;
+        return c;
+    }
     if (name == "gpt2" || name == "gpt2-medium") {
         c.vocab_size = 50257, c.block_size = 1024, c.n_layer = 12, c.n_head = 12, c.n_embd = 768;
         c.bias = BiasLayout::GPT2, c.tie_weights = true;  // GELU erf, as nanoGPT
@@ -42,11 +46,11 @@ GPTConfig preset(const std::string& name) {
         c.bias = BiasLayout::Lesson14, c.pos = PosEncoding::Sinusoidal, c.init = InitScheme::Lesson14;
         return c;
     }
-    fail("unknown preset '{}' (known: course, shakespeare-char, gpt2, gpt2-medium, lesson14)", name);
+    fail("unknown preset '{}' (known: course, shakespeare-char, speedrun, gpt2, gpt2-medium, lesson14)", name);
 }
 
 std::vector<std::string> preset_names() {
-    return {"course", "shakespeare-char", "gpt2", "gpt2-medium", "lesson14"};
+    return {"course", "shakespeare-char", "speedrun", "gpt2", "gpt2-medium", "lesson14"};
 }
 
 std::string to_string(BiasLayout b) {

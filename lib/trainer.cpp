@@ -1,6 +1,7 @@
 // trainer.cpp — the training step, evaluation, and checkpoint round trip (see trainer.h).
 #include "lib/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -24,7 +25,22 @@ void TrainConfig::validate() const {
     check(adamw.eps > 0, "eps must be positive (got {})", adamw.eps);
     check(std::isfinite(adamw.weight_decay) && adamw.weight_decay >= 0, "weight_decay must be >= 0 (got {})",
           adamw.weight_decay);
+    check(std::isfinite(time_budget) && time_budget >= 0, "time_budget must be >= 0 seconds (got {})", time_budget);
     hg::validate(schedule);
+}
+
+TrainConfig train_preset(const std::string& name) {
+    TrainConfig t;  // the course: nanoGPT's README CPU recipe
+    if (name == "shakespeare-char") {  // nanoGPT's config/train_shakespeare_char.py
+        t.batch_size = 64, t.max_iters = 5000, t.eval_interval = 250, t.eval_iters = 200;
+        t.schedule = {1e-3, 1e-4, 100, 5000, true};
+    }
+    if (name == "speedrun") {  // found by tools/speedrun_search.py; see the README
+        t.batch_size = 16, t.max_iters = 6000, t.eval_interval = 1000, t.eval_iters = 10, t.log_interval = 100;
+        t.schedule = {3e-3, 3e-4, 200, 6000, true};
+        t.time_budget = 600;
+    }
+    return t;
 }
 
 // This rank's B rows of a batch of N·B: the rows a single process drawing N·B rows from `rng`
@@ -114,6 +130,45 @@ StepResult Trainer::step() {
     progress.iter_num += 1;
     progress.rng_batch = batch_rng.state;
     return r;
+}
+
+BudgetPlan Trainer::plan_time_budget() {
+    check(cfg.time_budget > 0, "plan_time_budget needs a time budget");
+    const auto t0 = std::chrono::steady_clock::now();
+    // Everything a step changes, to put back afterwards (copies made here, before any step).
+    const std::vector<float> params(model.params_memory.data(), model.params_memory.data() + model.num_parameters);
+    const std::vector<float> m0(m.data(), m.data() + model.num_parameters), v0(v.data(), v.data() + model.num_parameters);
+    const TrainProgress progress0 = progress;
+    const Rng rng0 = batch_rng;
+    const double comm0 = comm_seconds;
+    // The first step pays for cold caches and is not timed; then at least 5 timed steps, more
+    // while they take under 0.5 % of the budget (the ranks agree on when to stop).
+    step();
+    std::vector<double> times;
+    const auto timed0 = std::chrono::steady_clock::now();
+    while (dist_any(dist, times.size() < 5 || (times.size() < 1000 && seconds_since(timed0) < 0.005 * cfg.time_budget))) {
+        const auto s0 = std::chrono::steady_clock::now();
+        step();
+        times.push_back(seconds_since(s0));
+    }
+    std::copy(params.begin(), params.end(), model.params_memory.data());
+    std::copy(m0.begin(), m0.end(), m.data());
+    std::copy(v0.begin(), v0.end(), v.data());
+    progress = progress0, batch_rng = rng0, comm_seconds = comm0;
+    gpt_zero_grad(model);
+
+    std::sort(times.begin(), times.end());
+    BudgetPlan plan;
+    plan.step_seconds = dist_mean(dist, times[times.size() / 2]);
+    plan.timed_steps = int(times.size());
+    plan.spent = dist_mean(dist, seconds_since(t0));
+    const double iters = 0.98 * (cfg.time_budget - plan.spent) / plan.step_seconds;
+    check(iters >= 1, "a time budget of {} s fits no training step: one takes {:.3f} s (and timing them took {:.3f} s)",
+          cfg.time_budget, plan.step_seconds, plan.spent);
+    plan.iters = int(std::min(iters, 1e9));
+    cfg.max_iters = cfg.schedule.lr_decay_iters = plan.iters;
+    cfg.schedule.warmup_iters = std::min(cfg.schedule.warmup_iters, plan.iters);
+    return plan;
 }
 
 double Trainer::estimate_loss(const std::vector<int>& ids) {

@@ -41,7 +41,21 @@ struct TrainConfig {
     AdamWConfig adamw{0.9f, 0.99f, 1e-8f, 0.1f};
     double grad_clip = 1.0;  // 0 disables
     uint64_t seed = 1337;
+    double time_budget = 0;  // seconds of training (evaluation excluded); 0: train max_iters
     void validate() const;   // throws hg::Error naming the bad value
+};
+
+// The training half of a preset (the model half is hg::preset, config.h): nanoGPT's
+// train_shakespeare_char.py for "shakespeare-char", the ten-minute recipe for "speedrun"
+// (README, "Ten-minute speedrun"), the course's recipe (the defaults above) for the others.
+TrainConfig train_preset(const std::string& name);
+
+// A time-budgeted run, planned: the schedule is laid over `iters`, the iterations that fit.
+struct BudgetPlan {
+    double step_seconds = 0;  // median time of the timed steps
+    int timed_steps = 0;
+    double spent = 0;         // seconds the timing itself took (counted against the budget)
+    int iters = 0;            // planned iterations: max_iters and lr_decay_iters
 };
 
 struct StepResult {
@@ -72,6 +86,13 @@ struct Trainer {
     void resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids,
                 const std::vector<int>& val_ids);
     StepResult step();
+    // Times a few steps, then puts everything back (weights, moments, sampler, iteration), and
+    // sets cfg.max_iters = cfg.schedule.lr_decay_iters to the iterations that fit in
+    // cfg.time_budget (2 % kept in reserve). The run that follows is then exactly the one
+    // --max_iters=iters would train, apart from where the clock may stop it: the clock enters
+    // only through this one number. The step time is averaged over the ranks, so every rank
+    // plans alike. hg::Error when not even one step fits.
+    BudgetPlan plan_time_budget();
     // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
     // on (seed, iter), so evaluating does not disturb training's random stream.
     double estimate_loss(const std::vector<int>& ids);

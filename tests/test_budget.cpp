@@ -1,0 +1,110 @@
+// A time-budgeted run (train --time_budget): the clock decides how many iterations are planned
+// and where training stops, and nothing else. So a budgeted run must be, bit for bit, the
+// --max_iters run it planned, cut at the iteration where the clock stopped it. Also: the
+// training presets, and the flag mistakes a budget invites.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <regex>
+#include <string>
+
+#include "lib/checkpoint.h"
+#include "lib/trainer.h"
+#include "tests/app_runner.h"
+
+using namespace hg;
+using namespace hg::test;
+
+static std::string corpus() {
+    std::string s;
+    for (int i = 0; i < 80; i++) s += "Now is the winter of our discontent made glorious summer by this sun of York.\n";
+    return s;
+}
+
+static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=3";
+
+static int number_after(const std::string& text, const std::string& pattern) {
+    std::smatch m;
+    INFO(text);
+    REQUIRE(std::regex_search(text, m, std::regex(pattern + "([0-9]+)")));
+    return std::stoi(m[1]);
+}
+
+TEST_CASE("a time-budgeted run is the --max_iters run it planned, cut where the clock stopped", "[apps][budget]") {
+    TempDir tmp("handgrad-budget");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
+    const std::string common = bin("train") + kTiny + " --data=" + data + " --eval_interval=1000000 --dropout=0.1";
+    Run budgeted = run(common + " --time_budget=1.5 --out_dir=" + a);
+    INFO(budgeted.output);
+    REQUIRE(budgeted.status == 0);
+    const int planned = number_after(budgeted.output, "s\\): ");
+    const int warmup = number_after(budgeted.output, "planned, warmup ");
+    CHECK(planned > 0);
+    CHECK(warmup == std::min(3, planned));
+    CHECK(budgeted.output.find("whole val split: loss") != std::string::npos);
+    Checkpoint ca = Checkpoint::load(a + "/ckpt.safetensors");
+    const int done = ca.progress.iter_num;
+    CHECK(done > 0);
+    CHECK(done <= planned);
+    // The same schedule over `planned` iterations, stopped after `done`, with no clock at all.
+    Run plain = run(common + " --max_iters=" + std::to_string(done) + " --lr_decay_iters=" + std::to_string(planned) +
+                    " --warmup_iters=" + std::to_string(warmup) + " --out_dir=" + b);
+    INFO(plain.output);
+    REQUIRE(plain.status == 0);
+    CHECK(plain.output.find("time budget") == std::string::npos);
+    Checkpoint cb = Checkpoint::load(b + "/ckpt.safetensors");
+    REQUIRE(cb.progress.iter_num == done);
+    int compared = 0;
+    for (const std::string& name : ca.file.names()) {  // weights and both AdamW moments
+        const auto &ea = ca.file.get(name), &eb = cb.file.get(name);
+        INFO(name);
+        REQUIRE(ea.nbytes() == eb.nbytes());
+        CHECK(std::memcmp(ea.data, eb.data, ea.nbytes()) == 0);
+        compared++;
+    }
+    CHECK(compared > 10);
+}
+
+TEST_CASE("budget flags: mistakes get one clear line", "[apps][budget][errors]") {
+    TempDir tmp("handgrad-budget");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string base = bin("train") + kTiny + " --data=" + data + " --out_dir=" + (tmp.path / "out").string();
+    auto expect_error = [](const Run& r, const std::string& phrase) {
+        INFO(r.output);
+        CHECK(r.status != 0);
+        CHECK(r.status < 128);
+        CHECK(r.output.find("error: ") != std::string::npos);
+        CHECK(r.output.find(phrase) != std::string::npos);
+    };
+    expect_error(run(base + " --time_budget=-5"), "time_budget");
+    expect_error(run(base + " --time_budget=nan"), "time_budget");
+    expect_error(run(base + " --time_budget=60 --max_iters=10"), "not both");
+    expect_error(run(base + " --time_budget=60 --init_from=resume"), "fresh run");
+    expect_error(run(base + " --time_budget=1e-9"), "fits no training step");
+}
+
+TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][budget][presets]") {
+    const TrainConfig course = train_preset("course"), baby = train_preset("shakespeare-char"),
+                      speed = train_preset("speedrun");
+    CHECK(course.batch_size == 12);
+    CHECK(course.time_budget == 0);
+    CHECK(baby.batch_size == 64);  // nanoGPT's train_shakespeare_char.py
+    CHECK(baby.max_iters == 5000);
+    CHECK(baby.schedule.min_lr == Approx(baby.schedule.learning_rate / 10));
+    CHECK(speed.time_budget == 600);
+    CHECK_NOTHROW(speed.validate());
+    CHECK_NOTHROW(baby.validate());
+
+    // An explicit --max_iters turns the speedrun preset's budget off (no clock, no plan).
+    TempDir tmp("handgrad-budget");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    Run r = run(bin("train") + " --preset=speedrun --n_layer=1 --n_embd=16 --n_head=2 --block_size=16 --threads=1 "
+                "--eval_iters=1 --max_iters=2 --data=" + data + " --out_dir=" + (tmp.path / "out").string());
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("time budget") == std::string::npos);
+    CHECK(r.output.find("tokens per iteration") != std::string::npos);
+    CHECK(r.output.find(std::to_string(train_preset("speedrun").batch_size * 16) + " tokens per iteration") !=
+          std::string::npos);
+}

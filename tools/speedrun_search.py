@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""speedrun_search.py — the search behind the `speedrun` preset: which recipe reaches the lowest
+whole-val loss on tiny Shakespeare in a fixed time budget on this machine?
+
+    make speedrun-search                          # the candidates below, 600 s each, table to stdout
+    tools/speedrun_search.py --only base,wide192  # some of them
+    tools/speedrun_search.py --budget 300 --jobs 2 --out table.md
+
+How a candidate is scored, in two phases:
+  1. speed (sequential, the machine to itself): `build/bench` times the candidate's training step
+     on all cores; the iterations that fit are 0.98 · budget / step time, the rule
+     `train --time_budget` itself uses (lib/trainer.h, plan_time_budget).
+  2. quality (in parallel, `--jobs` single-threaded runs): `build/train --max_iters=N` with the
+     schedule laid over those N iterations, then `build/eval` over the whole val split.
+Phase 2 counts iterations, not seconds, so its result does not depend on what else the machine
+is doing: the runs can share it, and rerunning the search gives the same losses bit for bit
+(one thread each). The winner is then confirmed for real, clock and all, by `make speedrun`.
+
+Every candidate is the speedrun preset with some flags changed; the table says what each bought
+against the first row.
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+import time
+
+BIN = os.environ.get("HANDGRAD_BIN", "build")
+DATA = os.environ.get("HANDGRAD_DATA", "data/tinyshakespeare/input.txt")
+
+# name, what it tries, flags over --preset=speedrun (model and training flags alike).
+CANDIDATES = [
+    ("base", "nanoGPT's best 10-minute shape: L4 C128 T128 B16, lr 3e-3", {}),
+    ("ctx256", "context 256, batch 8 (same tokens per step)", {"block_size": 256, "batch_size": 8}),
+    ("batch8", "batch 8: twice the steps, half the tokens each", {"batch_size": 8}),
+    ("batch24", "batch 24", {"batch_size": 24}),
+    ("layers3", "3 layers: faster steps", {"n_layer": 3}),
+    ("lr2e-3", "learning rate 2e-3", {"learning_rate": 2e-3}),
+    ("lr5e-3", "learning rate 5e-3", {"learning_rate": 5e-3}),
+    ("minlr/100", "cosine down to lr/100 instead of lr/10", {"min_lr": 3e-5}),
+    ("tanh", "GELU, tanh form (cheaper)", {"gelu": "tanh"}),
+    ("tied", "tied embedding and head", {"tie_weights": "true"}),
+    ("dropout0.1", "dropout 0.1", {"dropout": 0.1}),
+    ("wd0.3", "weight decay 0.3", {"weight_decay": 0.3}),
+    ("warmup50", "warmup 50 iterations", {"warmup_iters": 50}),
+    ("beta2_0.95", "beta2 0.95", {"beta2": 0.95}),
+]
+
+MODEL_FLAGS = {"n_layer", "n_head", "n_embd", "block_size", "dropout", "gelu", "tie_weights", "bias_layout", "pos",
+               "init", "bias"}
+
+
+def flag_list(flags):
+    return [f"--{k}={v}" for k, v in flags.items()]
+
+
+def step_ms(flags, threads):
+    """Median ms per training step on `threads` threads, from build/bench."""
+    bench_flags = {k: v for k, v in flags.items() if k in MODEL_FLAGS or k == "batch_size"}
+    cmd = [f"{BIN}/bench", "--preset=speedrun", "--json", "--steps=20", f"--threads={threads}"] + flag_list(bench_flags)
+    if "batch_size" not in bench_flags:
+        cmd.append("--batch_size=16")  # the preset's training batch (bench's default is the course's 12)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["ms_median"]
+
+
+def train_and_eval(name, flags, iters, out_root):
+    out_dir = os.path.join(out_root, name)
+    os.makedirs(out_dir, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
+    cmd = [f"{BIN}/train", "--preset=speedrun", f"--data={DATA}", f"--out_dir={out_dir}", "--time_budget=0",
+           f"--max_iters={iters}", "--eval_interval=1000000", "--eval_iters=5", "--log_interval=500",
+           "--threads=1"] + flag_list(flags)
+    with open(os.path.join(out_dir, "train.log"), "w") as log:
+        subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
+    ev = subprocess.run([f"{BIN}/eval", f"--ckpt={out_dir}/ckpt.safetensors", f"--data={DATA}", "--split=val",
+                         "--json", "--threads=1"], check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(ev)["loss"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--budget", type=float, default=600, help="seconds of training per candidate")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for the speed phase")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="single-threaded training runs at once")
+    ap.add_argument("--only", default="", help="comma-separated candidate names")
+    ap.add_argument("--out_root", default="out-speedrun-search")
+    ap.add_argument("--out", default="", help="also write the table (markdown) here")
+    args = ap.parse_args()
+
+    chosen = [c for c in CANDIDATES if not args.only or c[0] in args.only.split(",")]
+    if not chosen:
+        sys.exit(f"error: no candidate named in --only={args.only}")
+    print(f"phase 1: step times on {args.threads} threads", file=sys.stderr)
+    # Candidates that differ only in training flags share one timing: the step is the same, and
+    # timing it twice would hand them different iteration counts through timing noise alone.
+    speed, timed = {}, {}
+    for name, _, flags in chosen:
+        shape = tuple(sorted((k, str(v)) for k, v in flags.items() if k in MODEL_FLAGS or k == "batch_size"))
+        if shape not in timed:
+            timed[shape] = step_ms(flags, args.threads)
+        speed[name] = timed[shape]
+        print(f"  {name}: {speed[name]:.1f} ms/step", file=sys.stderr)
+    iters = {name: int(0.98 * args.budget * 1000 / speed[name]) for name, _, _ in chosen}
+
+    print(f"phase 2: training, {args.jobs} at a time", file=sys.stderr)
+    t0 = time.time()
+    with cf.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {name: pool.submit(train_and_eval, name, flags, iters[name], args.out_root)
+                   for name, _, flags in chosen}
+        loss = {}
+        for name, _, _ in chosen:
+            loss[name] = futures[name].result()
+            print(f"  {name}: {iters[name]} iters, whole-val loss {loss[name]:.4f} ({time.time() - t0:.0f} s)",
+                  file=sys.stderr)
+
+    ref = loss[chosen[0][0]]
+    lines = [f"Budget {args.budget:.0f} s of training per candidate; step times on {args.threads} threads.", "",
+             "| candidate | what it tries | ms/step | iterations | whole-val loss | vs first |",
+             "|---|---|---:|---:|---:|---:|"]
+    for name, what, _ in chosen:
+        lines.append(f"| {name} | {what} | {speed[name]:.1f} | {iters[name]} | {loss[name]:.4f} | "
+                     f"{loss[name] - ref:+.4f} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
