@@ -309,3 +309,21 @@ TEST_CASE("an error every rank hits ends the job with one error line", "[.][mpi]
     // which rank speaks first is up to the scheduler: only that the message is there is checked.
     CHECK(r.output.find(" of 2: cannot read data file") != std::string::npos);
 }
+
+TEST_CASE("a time budget on 2 ranks: one plan, one stop, every rank in step", "[.][mpi][budget]") {
+    require_mpi();
+    TempDir tmp("handgrad-mpi");
+    const std::string data = (tmp.path / "data.txt").string();
+    std::ofstream(data) << corpus();
+    const std::string out = (tmp.path / "out").string();
+    Run r = run(mpirun(2) + bin("train") + kModel + " --data=" + data +
+                " --batch_size=2 --time_budget=2 --eval_interval=1000000 --out_dir=" + out);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.find("iterations planned") != std::string::npos);
+    CHECK(r.output.find("whole val split: loss") != std::string::npos);
+    // The ranks' weights were compared (ranks_agree) at the final evaluation, or the run failed.
+    Checkpoint ck = Checkpoint::load(out + "/ckpt.safetensors");
+    CHECK(ck.progress.iter_num > 0);
+    CHECK(ck.progress.world_size == 2);
+}

@@ -32,18 +32,24 @@ DATA = os.environ.get("HANDGRAD_DATA", "data/tinyshakespeare/input.txt")
 
 # name, what it tries, flags over --preset=speedrun (model and training flags alike).
 CANDIDATES = [
-    ("base", "nanoGPT's best 10-minute shape: L4 C128 T128 B16, lr 3e-3", {}),
+    ("base", "the preset as it stands", {}),
+    ("erf", "GELU, erf form (the search's stage 1 base: nanoGPT's best 10-minute shape)", {"gelu": "erf", "weight_decay": 0.1}),
     ("ctx256", "context 256, batch 8 (same tokens per step)", {"block_size": 256, "batch_size": 8}),
     ("batch8", "batch 8: twice the steps, half the tokens each", {"batch_size": 8}),
     ("batch24", "batch 24", {"batch_size": 24}),
     ("layers3", "3 layers: faster steps", {"n_layer": 3}),
+    ("layers2", "2 layers", {"n_layer": 2}),
+    ("layers4", "4 layers", {"n_layer": 4}),
     ("lr2e-3", "learning rate 2e-3", {"learning_rate": 2e-3}),
     ("lr5e-3", "learning rate 5e-3", {"learning_rate": 5e-3}),
     ("minlr/100", "cosine down to lr/100 instead of lr/10", {"min_lr": 3e-5}),
     ("tanh", "GELU, tanh form (cheaper)", {"gelu": "tanh"}),
+    ("wide192", "192 wide, 6 heads", {"n_embd": 192, "n_head": 6}),
     ("tied", "tied embedding and head", {"tie_weights": "true"}),
     ("dropout0.1", "dropout 0.1", {"dropout": 0.1}),
     ("wd0.3", "weight decay 0.3", {"weight_decay": 0.3}),
+    ("wd1.0", "weight decay 1.0", {"weight_decay": 1.0}),
+    ("heads2", "2 heads of 64 (fewer, larger attention products)", {"n_head": 2}),
     ("warmup50", "warmup 50 iterations", {"warmup_iters": 50}),
     ("beta2_0.95", "beta2 0.95", {"beta2": 0.95}),
 ]
@@ -86,11 +92,15 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for the speed phase")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="single-threaded training runs at once")
     ap.add_argument("--only", default="", help="comma-separated candidate names")
+    ap.add_argument("--over", default="", help="flags under every candidate's own, e.g. n_layer=3,learning_rate=5e-3 "
+                    "(a later stage of the search, from the earlier stage's winner)")
     ap.add_argument("--out_root", default="out-speedrun-search")
     ap.add_argument("--out", default="", help="also write the table (markdown) here")
     args = ap.parse_args()
 
-    chosen = [c for c in CANDIDATES if not args.only or c[0] in args.only.split(",")]
+    over = dict(kv.split("=", 1) for kv in args.over.split(",") if kv)
+    chosen = [(name, what, {**over, **flags}) for name, what, flags in CANDIDATES
+              if not args.only or name in args.only.split(",")]
     if not chosen:
         sys.exit(f"error: no candidate named in --only={args.only}")
     print(f"phase 1: step times on {args.threads} threads", file=sys.stderr)
@@ -115,21 +125,28 @@ def main():
             loss[name] = futures[name].result()
             print(f"  {name}: {iters[name]} iters, whole-val loss {loss[name]:.4f} ({time.time() - t0:.0f} s)",
                   file=sys.stderr)
+            table_of(chosen, speed, iters, loss, args)
 
-    ref = loss[chosen[0][0]]
-    lines = [f"Budget {args.budget:.0f} s of training per candidate; step times on {args.threads} threads.", "",
+    print(table_of(chosen, speed, iters, loss, args))
+
+
+def table_of(chosen, speed, iters, loss, args):
+    """The markdown table of the candidates done so far (also written to --out as each ends)."""
+    ref = loss.get(chosen[0][0])
+    base = f"; every candidate over {args.over}" if args.over else ""
+    lines = [f"Budget {args.budget:.0f} s of training per candidate; step times on {args.threads} threads{base}.", "",
              "| candidate | what it tries | ms/step | iterations | whole-val loss | vs first |",
              "|---|---|---:|---:|---:|---:|"]
     for name, what, _ in chosen:
-        lines.append(f"| {name} | {what} | {speed[name]:.1f} | {iters[name]} | {loss[name]:.4f} | "
-                     f"{loss[name] - ref:+.4f} |")
+        if name in loss:
+            vs = f"{loss[name] - ref:+.4f}" if ref is not None else ""
+            lines.append(f"| {name} | {what} | {speed[name]:.1f} | {iters[name]} | {loss[name]:.4f} | {vs} |")
     table = "\n".join(lines)
-    print(table)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:
             f.write(table + "\n")
-
+    return table
 
 if __name__ == "__main__":
     main()

@@ -78,14 +78,22 @@ HWY_INLINE V TanhArg(D d, V x) {
                    hn::MulAdd(hn::Set(d, kCubic), hn::Mul(x, x), hn::Set(d, 1.0f)));
 }
 
-// sech² u = 4e/(1 + e)² with e = exp(-2|u|) in (0, 1]: no cancellation (1 - tanh² u keeps only
-// rounding error once tanh u is within a few ulp of ±1) and no overflow (e underflows to 0).
-HWY_INLINE V Sech2(D d, V u) {
+// The tanh form through one exponential: with e = exp(-2|u|) in (0, 1] (never overflows) and
+// r = 1/(1 + e),
+//   (1 + tanh u)/2 = σ(2u) = r for u >= 0, e·r for u < 0     (no cancellation: a quotient)
+//   sech² u = 1 - tanh² u = 4e·r²                             (no cancellation either)
+// so forward and backward each cost one Exp and one Div (Highway's Tanh plus a separate sech²
+// cost two of each).
+struct TanhParts {
+    V sigma;  // (1 + tanh u)/2
+    V sech2;  // sech² u
+};
+HWY_INLINE TanhParts TanhOf(D d, V u) {
     const V e = hn::Exp(d, hn::Mul(hn::Set(d, -2.0f), hn::Abs(u)));
-    const V one_e = hn::Add(hn::Set(d, 1.0f), e);
-    return hn::Div(hn::Mul(hn::Set(d, 4.0f), e), hn::Mul(one_e, one_e));
+    const V r = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+    const V er = hn::Mul(e, r);
+    return {hn::IfThenElse(hn::Lt(u, hn::Zero(d)), er, r), hn::Mul(hn::Set(d, 4.0f), hn::Mul(er, r))};
 }
-
 // out = f(x) for the forward kernels; the tail goes through a padded buffer (see top).
 template <class F>
 HWY_INLINE void Map1(float* out, const float* inp, size_t n, F f) {
@@ -137,25 +145,18 @@ void GeluErfBackward(float* dinp, const float* inp, const float* dout, size_t n)
 
 void GeluTanhForward(float* out, const float* inp, size_t n) {
     Map1(out, inp, n, [](D d, V x) HWY_ATTR {
-        const V half_x = hn::Mul(hn::Set(d, 0.5f), x);
-        return hn::MulAdd(half_x, hn::Tanh(d, TanhArg(d, x)), half_x);  // x/2·(1 + tanh u)
+        return hn::Mul(x, TanhOf(d, TanhArg(d, x)).sigma);  // x·(1 + tanh u)/2
     });
 }
-
 // gelu'(x) = (1 + tanh u)/2 + x/2·sech² u·√(2/π)(1 + 3·0.044715 x²)
 void GeluTanhBackward(float* dinp, const float* inp, const float* dout, size_t n) {
     MapGrad(dinp, inp, dout, n, [](D d, V x) HWY_ATTR {
-        const V half = hn::Set(d, 0.5f);
-        const V one = hn::Set(d, 1.0f);
-        const V u = TanhArg(d, x);
         const V du = hn::Mul(hn::Set(d, kSqrt2OverPi),
-                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x, x), one));
-        const V sech2 = Sech2(d, u);
-        const V left = hn::Mul(half, hn::Add(one, hn::Tanh(d, u)));
-        return hn::MulAdd(hn::Mul(hn::Mul(half, x), sech2), du, left);
+                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x, x), hn::Set(d, 1.0f)));
+        const TanhParts t = TanhOf(d, TanhArg(d, x));
+        return hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), t.sech2), du, t.sigma);
     });
 }
-
 void NormalCdfKernel(float* out, const float* inp, size_t n) {
     Map1(out, inp, n, [](D d, V x) HWY_ATTR { return NormalCdf(d, x); });
 }
