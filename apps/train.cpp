@@ -141,9 +141,9 @@ int main(int argc, char** argv) {
               trainer.model.config.block_size + 1);
         const GPTConfig& c = trainer.model.config;
         const int tokens_per_iter = dist.size * tc.batch_size * tc.gradient_accumulation_steps * c.block_size;
-        fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, dropout {})\n",
+        fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, GELU {}, dropout {})\n",
                    trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
-                   to_string(c.bias), c.tie_weights ? "tied" : "untied", c.dropout);
+                   to_string(c.bias), c.tie_weights ? "tied" : "untied", to_string(c.gelu), c.dropout);
         fmt::print("data: {} tokens ({} train, {} val); {} tokens per iteration\n", ids.size(), split.train.size(),
                    split.val.size(), tokens_per_iter);
         fmt::print("threads: {}, SIMD: {}\n", threads, simd_current_target());
