@@ -163,14 +163,16 @@ int main(int argc, char** argv) {
                        tc.time_budget, 1000 * plan.step_seconds, plan.timed_steps, plan.spent, plan.iters, tc.schedule.warmup_iters,
                        plan.iters, plan.iters, plan.iters, tc.schedule.warmup_iters);
         }
-        nlohmann::json tj = {{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
-                             {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
-                             {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
-                             {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"beta1", tc.adamw.beta1},
-                             {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
-                             {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"time_budget", tc.time_budget},
-                             {"data", data}, {"threads", threads}, {"world_size", dist.size}};
-        trainer.progress.train_config = tj.dump();
+        auto train_config_json = [&] {
+            return nlohmann::json{{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
+                                 {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
+                                 {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
+                                 {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"beta1", tc.adamw.beta1},
+                                 {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
+                                 {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"time_budget", tc.time_budget},
+                                 {"data", data}, {"threads", threads}, {"world_size", dist.size}}.dump();
+        };
+        trainer.progress.train_config = train_config_json();
 
         fs::create_directories(out_dir);
         const std::string csv_path = (fs::path(out_dir) / "log.csv").string();
@@ -186,8 +188,24 @@ int main(int argc, char** argv) {
         int iters_since_log = 0, first_iter = trainer.progress.iter_num;
         bool clock_stopped = false;
         auto train_seconds = [&] { return plan.spent + now_seconds() - t_start - eval_seconds; };
+        // A budgeted run plans again at the end of a warmup of at least 20 steps, from the time
+        // of its second half (steps settle after the first few dozen).
+        const int replan_at = tc.time_budget > 0 && tc.schedule.warmup_iters >= 20 ? tc.schedule.warmup_iters : -1;
+        double replan_t0 = 0;
         while (true) {
             const int iter = trainer.progress.iter_num;
+            if (iter == replan_at / 2 && replan_at > 0) replan_t0 = train_seconds();
+            if (iter == replan_at && replan_at > 0) {
+                const double used = train_seconds();
+                const double step_s = (used - replan_t0) / (replan_at - replan_at / 2);
+                trainer.replan_time_budget(tc.time_budget - used, step_s);
+                tc = trainer.cfg;
+                trainer.progress.train_config = train_config_json();
+                fmt::print("end of warmup: {:.1f} s used, steps take {:.1f} ms now: {} iterations planned, warmup {} "
+                           "(--max_iters={} --lr_decay_iters={} --warmup_iters={} --time_budget=0 reproduces it)\n",
+                           used, 1000 * step_s, tc.max_iters, tc.schedule.warmup_iters, tc.max_iters, tc.max_iters,
+                           tc.schedule.warmup_iters);
+            }
             if (tc.time_budget > 0 && iter < tc.max_iters)
                 clock_stopped = dist_any(dist, train_seconds() + plan.step_seconds > tc.time_budget);
             const bool last = iter >= tc.max_iters || clock_stopped;

@@ -133,6 +133,11 @@ StepResult Trainer::step() {
     return r;
 }
 
+// The iterations of `step_seconds` each that fit in `seconds`, 2 % kept in reserve.
+static double iters_that_fit(double seconds, double step_seconds) {
+    return std::clamp(0.98 * seconds / step_seconds, 0.0, 1e9);
+}
+
 BudgetPlan Trainer::plan_time_budget() {
     check(cfg.time_budget > 0, "plan_time_budget needs a time budget");
     const auto t0 = std::chrono::steady_clock::now();
@@ -163,13 +168,21 @@ BudgetPlan Trainer::plan_time_budget() {
     plan.step_seconds = dist_mean(dist, times[times.size() / 2]);
     plan.timed_steps = int(times.size());
     plan.spent = dist_mean(dist, seconds_since(t0));
-    const double iters = 0.98 * (cfg.time_budget - plan.spent) / plan.step_seconds;
+    const double iters = iters_that_fit(cfg.time_budget - plan.spent, plan.step_seconds);
     check(iters >= 1, "a time budget of {} s fits no training step: one takes {:.3f} s (and timing them took {:.3f} s)",
           cfg.time_budget, plan.step_seconds, plan.spent);
-    plan.iters = int(std::min(iters, 1e9));
+    plan.iters = int(iters);
     cfg.max_iters = cfg.schedule.lr_decay_iters = plan.iters;
     cfg.schedule.warmup_iters = std::min(cfg.schedule.warmup_iters, plan.iters);
     return plan;
+}
+
+int Trainer::replan_time_budget(double seconds_left, double step_seconds) {
+    check(progress.iter_num <= cfg.schedule.warmup_iters, "replan_time_budget after the warmup would change the lr "
+          "of steps already taken");
+    const double left = iters_that_fit(dist_mean(dist, seconds_left), dist_mean(dist, step_seconds));
+    cfg.max_iters = cfg.schedule.lr_decay_iters = std::max(progress.iter_num, cfg.schedule.warmup_iters) + int(left);
+    return cfg.max_iters;
 }
 
 double Trainer::estimate_loss(const std::vector<int>& ids) {

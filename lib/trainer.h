@@ -93,6 +93,12 @@ struct Trainer {
     // only through this one number. The step time is averaged over the ranks, so every rank
     // plans alike. hg::Error when not even one step fits.
     BudgetPlan plan_time_budget();
+    // Plans again at the end of the warmup, from the step time measured there (the first steps
+    // of a run are often slower than the rest, so the first plan tends to be short): sets
+    // cfg.max_iters = cfg.schedule.lr_decay_iters to the iterations done plus those that fit
+    // in `seconds_left`. During the warmup the lr does not depend on the plan, so the run is
+    // still exactly the --max_iters run of the new plan. Returns the new plan's iterations.
+    int replan_time_budget(double seconds_left, double step_seconds);
     // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
     // on (seed, iter), so evaluating does not disturb training's random stream.
     double estimate_loss(const std::vector<int>& ids);
