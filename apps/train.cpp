@@ -152,16 +152,22 @@ int main(int argc, char** argv) {
                        dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
                        dist.size, tc.batch_size, tc.gradient_accumulation_steps);
 
+        // How a plan reads, and the flags that rerun it without a clock.
+        auto print_plan = [&](const std::string& what) {
+            fmt::print("{}: {} iterations planned, warmup {}, cosine to min_lr at {} (--max_iters={} --lr_decay_iters={} "
+                       "--warmup_iters={} --time_budget=0 reproduces this run bit for bit)\n",
+                       what, tc.max_iters, tc.schedule.warmup_iters, tc.max_iters, tc.max_iters, tc.max_iters,
+                       tc.schedule.warmup_iters);
+        };
         BudgetPlan plan;
+        double step_estimate = 0;  // seconds per step: the plan's, then the end of warmup's
         if (tc.time_budget > 0) {
             plan = trainer.plan_time_budget();
             tc = trainer.cfg;
-            fmt::print("time budget: {:.0f} s of training; a step takes {:.1f} ms (median of {}, timing took {:.1f} s): "
-                       "{} iterations planned, warmup {}, cosine to min_lr at {}\n"
-                       "(the clock enters only here: --max_iters={} --lr_decay_iters={} --warmup_iters={} "
-                       "--time_budget=0 reproduces this run bit for bit)\n",
-                       tc.time_budget, 1000 * plan.step_seconds, plan.timed_steps, plan.spent, plan.iters, tc.schedule.warmup_iters,
-                       plan.iters, plan.iters, plan.iters, tc.schedule.warmup_iters);
+            step_estimate = plan.step_seconds;
+            print_plan(fmt::format("time budget {:.0f} s of training; a step takes {:.1f} ms (median of {}, timing "
+                                   "took {:.1f} s)", tc.time_budget, 1000 * plan.step_seconds, plan.timed_steps,
+                                   plan.spent));
         }
         auto train_config_json = [&] {
             return nlohmann::json{{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
@@ -200,14 +206,12 @@ int main(int argc, char** argv) {
                 const double step_s = (used - replan_t0) / (replan_at - replan_at / 2);
                 trainer.replan_time_budget(tc.time_budget - used, step_s);
                 tc = trainer.cfg;
+                step_estimate = step_s;
                 trainer.progress.train_config = train_config_json();
-                fmt::print("end of warmup: {:.1f} s used, steps take {:.1f} ms now: {} iterations planned, warmup {} "
-                           "(--max_iters={} --lr_decay_iters={} --warmup_iters={} --time_budget=0 reproduces it)\n",
-                           used, 1000 * step_s, tc.max_iters, tc.schedule.warmup_iters, tc.max_iters, tc.max_iters,
-                           tc.schedule.warmup_iters);
+                print_plan(fmt::format("end of warmup: {:.1f} s used, steps take {:.1f} ms now", used, 1000 * step_s));
             }
             if (tc.time_budget > 0 && iter < tc.max_iters)
-                clock_stopped = dist_any(dist, train_seconds() + plan.step_seconds > tc.time_budget);
+                clock_stopped = dist_any(dist, train_seconds() + step_estimate > tc.time_budget);
             const bool last = iter >= tc.max_iters || clock_stopped;
             if (iter % tc.eval_interval == 0 || last) {
                 const double t0 = now_seconds();

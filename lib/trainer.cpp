@@ -171,9 +171,8 @@ BudgetPlan Trainer::plan_time_budget() {
     const double iters = iters_that_fit(cfg.time_budget - plan.spent, plan.step_seconds);
     check(iters >= 1, "a time budget of {} s fits no training step: one takes {:.3f} s (and timing them took {:.3f} s)",
           cfg.time_budget, plan.step_seconds, plan.spent);
-    plan.iters = int(iters);
-    cfg.max_iters = cfg.schedule.lr_decay_iters = plan.iters;
-    cfg.schedule.warmup_iters = std::min(cfg.schedule.warmup_iters, plan.iters);
+    cfg.max_iters = cfg.schedule.lr_decay_iters = int(iters);
+    cfg.schedule.warmup_iters = std::min(cfg.schedule.warmup_iters, cfg.max_iters);
     return plan;
 }
 

@@ -50,12 +50,11 @@ struct TrainConfig {
 // (README, "Ten-minute speedrun"), the course's recipe (the defaults above) for the others.
 TrainConfig train_preset(const std::string& name);
 
-// A time-budgeted run, planned: the schedule is laid over `iters`, the iterations that fit.
+// How a time budget was planned (the plan itself is cfg.max_iters = cfg.schedule.lr_decay_iters).
 struct BudgetPlan {
     double step_seconds = 0;  // median time of the timed steps
     int timed_steps = 0;
     double spent = 0;         // seconds the timing itself took (counted against the budget)
-    int iters = 0;            // planned iterations: max_iters and lr_decay_iters
 };
 
 struct StepResult {
@@ -89,9 +88,9 @@ struct Trainer {
     // Times a few steps, then puts everything back (weights, moments, sampler, iteration), and
     // sets cfg.max_iters = cfg.schedule.lr_decay_iters to the iterations that fit in
     // cfg.time_budget (2 % kept in reserve). The run that follows is then exactly the one
-    // --max_iters=iters would train, apart from where the clock may stop it: the clock enters
-    // only through this one number. The step time is averaged over the ranks, so every rank
-    // plans alike. hg::Error when not even one step fits.
+    // --max_iters=N would train, apart from where the clock may stop it: the clock enters only
+    // through N (and replan_time_budget's N). The step time is averaged over the ranks, so
+    // every rank plans alike. hg::Error when not even one step fits.
     BudgetPlan plan_time_budget();
     // Plans again at the end of the warmup, from the step time measured there (the first steps
     // of a run are often slower than the rest, so the first plan tends to be short): sets

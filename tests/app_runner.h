@@ -51,6 +51,15 @@ inline std::string read_bytes(const std::filesystem::path& p) {
     return ss.str();
 }
 
+// One "error: ..." line, naming `phrase`, and a non-zero exit (an orderly one, not a signal).
+inline void expect_error(const Run& r, const std::string& phrase) {
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.status < 128);
+    CHECK(r.output.find("error: ") != std::string::npos);
+    CHECK(r.output.find(phrase) != std::string::npos);
+}
+
 // A fresh directory under /tmp, removed with everything in it when the test ends.
 struct TempDir {
     std::filesystem::path path;

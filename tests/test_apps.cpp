@@ -31,15 +31,6 @@ static std::string corpus() {
 // A tiny model so each run takes well under a second.
 static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
 
-// One "error: ..." line, naming `phrase`, and a non-zero exit.
-static void expect_error(const Run& r, const std::string& phrase) {
-    INFO(r.output);
-    CHECK(r.status != 0);
-    CHECK(r.status < 128);  // an orderly exit, not a signal
-    CHECK(r.output.find("error: ") != std::string::npos);
-    CHECK(r.output.find(phrase) != std::string::npos);
-}
-
 TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line", "[apps][errors]") {
     TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());

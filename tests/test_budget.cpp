@@ -76,13 +76,6 @@ TEST_CASE("budget flags: mistakes get one clear line", "[apps][budget][errors]")
     TempDir tmp("handgrad-budget");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string base = bin("train") + kTiny + " --data=" + data + " --out_dir=" + (tmp.path / "out").string();
-    auto expect_error = [](const Run& r, const std::string& phrase) {
-        INFO(r.output);
-        CHECK(r.status != 0);
-        CHECK(r.status < 128);
-        CHECK(r.output.find("error: ") != std::string::npos);
-        CHECK(r.output.find(phrase) != std::string::npos);
-    };
     expect_error(run(base + " --time_budget=-5"), "time_budget");
     expect_error(run(base + " --time_budget=nan"), "time_budget");
     expect_error(run(base + " --time_budget=60 --max_iters=10"), "not both");

@@ -124,18 +124,11 @@ def parameter_names(c):
         names.append("transformer.wpe.weight")
     for i in range(c["n_layer"]):
         p = f"transformer.h.{i}."
-        names.append(p + "ln_1.weight")
-        if has_ln_bias(c): names.append(p + "ln_1.bias")
-        names.append(p + "attn.c_attn.weight")
-        if has_qkv_bias(c): names.append(p + "attn.c_attn.bias")
-        names.append(p + "attn.c_proj.weight")
-        if has_attn_proj_bias(c): names.append(p + "attn.c_proj.bias")
-        names.append(p + "ln_2.weight")
-        if has_ln_bias(c): names.append(p + "ln_2.bias")
-        names.append(p + "mlp.c_fc.weight")
-        if has_mlp_bias(c): names.append(p + "mlp.c_fc.bias")
-        names.append(p + "mlp.c_proj.weight")
-        if has_mlp_bias(c): names.append(p + "mlp.c_proj.bias")
+        for part, has_bias in (("ln_1", has_ln_bias), ("attn.c_attn", has_qkv_bias),
+                               ("attn.c_proj", has_attn_proj_bias), ("ln_2", has_ln_bias),
+                               ("mlp.c_fc", has_mlp_bias), ("mlp.c_proj", has_mlp_bias)):
+            names.append(p + part + ".weight")
+            if has_bias(c): names.append(p + part + ".bias")
     names.append("transformer.ln_f.weight")
     if has_ln_bias(c): names.append("transformer.ln_f.bias")
     if not c["tie_weights"]:
