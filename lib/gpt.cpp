@@ -202,7 +202,8 @@ void gpt_init(GPT<real>& m, uint64_t seed) {
 // ----------------------------------------------------------------------------------------------
 // Forward and backward.
 
-// Zeroes a backward scratch buffer before a layer adds into it (time charged to "other").
+// Zeroes the residual stream's gradient before LayerNorm's backward first adds into it (time
+// charged to "other").
 template <typename real>
 static void zero(const GPT<real>& m, real* p, size_t n) {
     std::memset(p, 0, n * sizeof(real));
@@ -293,8 +294,11 @@ void gpt_zero_grad(GPT<real>& m) {
     m.grads_memory.zero();
 }
 
-// The forward pass read bottom to top. Each line is the backward of one forward line; every
-// backward adds into its gradient buffers, so a scratch buffer is zeroed before it is reused.
+// The forward pass read bottom to top. Each line is the backward of one forward line. Layers
+// write the gradient of their input into a scratch buffer (=) and add into the parameters'
+// gradients (+=); only LayerNorm adds into its input's gradient, which is the residual stream's
+// dx: that add is the residual connection's backward (layers.h). So no scratch is zeroed
+// except dx, once.
 template <typename real>
 void gpt_backward(GPT<real>& m, real dloss) {
     check(m.has_targets, "gpt_backward needs a forward pass with targets");
@@ -308,10 +312,8 @@ void gpt_backward(GPT<real>& m, real dloss) {
     const real* x_last = L > 0 ? a.h[L - 1].res_3 : a.encoded;
 
     // loss = CE(logits); logits = ln_f · lm_headᵀ; ln_f = LN(x_L)
-    zero(m, d.dlogits, N * V);
     crossentropy_backward(d.dlogits, a.probs, m.targets, N, V, dloss);
     tick(m, Work::CrossEntropy, true);
-    zero(m, d.dln, NC);
     // Tied weights: logits = ln_f · wteᵀ and x⁰ = wte[idx] + wpe use one matrix, so dL/dwte is the
     // sum of both paths. g.lm_head is g.wte then (one buffer, gpt_build), so this line adds the
     // unembedding's dlogitsᵀ · ln_f (V, C) into dwte, and encoder_backward at the end adds the
@@ -333,16 +335,13 @@ void gpt_backward(GPT<real>& m, real dloss) {
         // below; once the branch has added its own part through ln_2, dx is d res_2. No copy.
         const real* dmlp = dx;
         Dropout drop = dropout_at(m, l, kMlpResidual);
-        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dmlp = d.ddrop;
+        if (drop.active()) dropout_backward(d.ddrop, dx, NC, drop), dmlp = d.ddrop;
         tick(m, Work::Dropout, true);
         // mlp_proj = fc_gelu · Wᵀ + b;  fc_gelu = gelu(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = LN(res_2)
-        zero(m, d.dfc_gelu, N * 4 * C);
         linear_backward(d.dfc_gelu, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_gelu, w.mlp_proj_w, N, 4 * C, C);
         tick(m, Work::Matmul, true);
-        zero(m, d.dfc, N * 4 * C);
         gelu_backward(d.dfc, s.fc, d.dfc_gelu, N * 4 * C, c.gelu);
         tick(m, Work::Gelu, true);
-        zero(m, d.dln, NC);
         linear_backward(d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, w.fc_w, N, C, 4 * C);
         tick(m, Work::Matmul, true);
         layernorm_backward(dx, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w, s.ln_2_mean, s.ln_2_rstd, N, C);
@@ -351,16 +350,13 @@ void gpt_backward(GPT<real>& m, real dloss) {
         // and becomes d x when ln_1's backward adds the branch's part.
         const real* dattn = dx;
         drop = dropout_at(m, l, kAttnResidual);
-        if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dattn = d.ddrop;
+        if (drop.active()) dropout_backward(d.ddrop, dx, NC, drop), dattn = d.ddrop;
         tick(m, Work::Dropout, true);
         // attn_proj = atty · Wᵀ + b;  atty = attention(qkv);  qkv = ln_1 · Wᵀ + b;  ln_1 = LN(x)
-        zero(m, d.datty, NC);
         linear_backward(d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty, w.attn_proj_w, N, C, C);
         tick(m, Work::Matmul, true);
-        zero(m, d.dqkv, N * 3 * C);
         attention_backward(d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, C, NH, dropout_at(m, l, kAttention));
         tick(m, Work::Attention, true);
-        zero(m, d.dln, NC);
         linear_backward(d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, w.attn_w, N, C, 3 * C);
         tick(m, Work::Matmul, true);
         layernorm_backward(dx, gw.ln_1_w, gw.ln_1_b, d.dln, x, w.ln_1_w, s.ln_1_mean, s.ln_1_rstd, N, C);
@@ -368,7 +364,7 @@ void gpt_backward(GPT<real>& m, real dloss) {
     }
     // encoded = dropout(wte[idx] + wpe)
     Dropout drop = dropout_at(m, 0, kEmbedding);
-    if (drop.active()) zero(m, d.ddrop, NC), dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
+    if (drop.active()) dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
     tick(m, Work::Dropout, true);
     // dwte += the scatter of dx's rows (with tied weights onto lm_head's gradient, added above)
     encoder_backward(g.wte, c.pos == PosEncoding::Learned ? g.wpe : static_cast<real*>(nullptr), dx,

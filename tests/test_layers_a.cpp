@@ -1,6 +1,7 @@
 // test_layers_a.cpp — gradient checks (double, scalar twins) of encoder, LayerNorm, GELU,
 // residual and dropout; planted wrong backwards the checker must reject; bad arguments;
-// the sinusoidal table by hand; dropout's statistics; gradients accumulate (+=).
+// the sinusoidal table by hand; dropout's statistics; which gradients each backward adds to
+// and which it writes.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,10 +10,13 @@
 #include <vector>
 
 #include "lib/errors.h"
+#include "lib/layers/attention.h"
+#include "lib/layers/crossentropy.h"
 #include "lib/layers/dropout.h"
 #include "lib/layers/encoder.h"
 #include "lib/layers/gelu.h"
 #include "lib/layers/layernorm.h"
+#include "lib/layers/linear.h"
 #include "lib/layers/residual.h"
 #include "tests/gradcheck.h"
 
@@ -389,45 +393,74 @@ TEST_CASE("Negative or zero sizes and p outside [0, 1) are hg::Error",
     CHECK_THROWS_AS(dropout_forward_scalar(p, q, 8, Dropout{NAN, 1}), hg::Error);
 }
 
-// ---- Gradients accumulate --------------------------------------------------------------------
+// ---- What each backward adds to and what it writes ---------------------------------------
 
-TEST_CASE("Every fast backward adds into its gradient buffers (+=)",
-          "[encoder][layernorm][gelu][residual][dropout]") {
+TEST_CASE("Every fast backward adds into parameter gradients and writes input gradients",
+          "[encoder][layernorm][gelu][residual][dropout][linear][attention][crossentropy]") {
     const int B = 2, T = 3, C = 37, V = 5, N = B * T;
     const size_t n = size_t(N) * C;
     auto f = [](size_t k, uint64_t seed) { return randn<float>(k, seed); };
-    // Runs `backward` into zeros and into g0; the second must equal g0 + the first.
-    auto check_acc = [](const char* what, std::vector<std::vector<float>> g0,
-                        const std::function<void(std::vector<std::vector<float>>&)>& backward) {
-        std::vector<std::vector<float>> fresh = g0, acc = g0;
+    // Runs `backward` into zeros and into g0 (random). Gradient k must come out as g0 + fresh
+    // when adds[k] (+=), and as fresh, whatever g0 held, when not (=).
+    auto check = [](const char* what, std::vector<std::vector<float>> g0, std::vector<bool> adds,
+                    const std::function<void(std::vector<std::vector<float>>&)>& backward) {
+        std::vector<std::vector<float>> fresh = g0, after = g0;
         for (auto& g : fresh) std::fill(g.begin(), g.end(), 0.0f);
         backward(fresh);
-        backward(acc);
+        backward(after);
         for (size_t k = 0; k < g0.size(); k++)
             for (size_t i = 0; i < g0[k].size(); i++) {
-                INFO(what << ", gradient " << k << ", entry " << i);
-                REQUIRE(acc[k][i] == Approx(g0[k][i] + fresh[k][i]).margin(1e-5));
+                INFO(what << ", gradient " << k << (adds[k] ? " (adds)" : " (writes)") << ", entry " << i);
+                const float want = adds[k] ? g0[k][i] + fresh[k][i] : fresh[k][i];
+                REQUIRE(after[k][i] == Approx(want).margin(1e-5));
             }
     };
     auto x = f(n, 1), dout = f(n, 2), w = f(C, 3), bias = f(C, 4);
     std::vector<float> out(n), mean(N), rstd(N);
     layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), N, C);
-    check_acc("layernorm", {f(n, 5), f(C, 6), f(C, 7)}, [&](auto& g) {
+    check("layernorm", {f(n, 5), f(C, 6), f(C, 7)}, {true, true, true}, [&](auto& g) {
         layernorm_backward(g[0].data(), g[1].data(), g[2].data(), dout.data(), x.data(), w.data(),
                            mean.data(), rstd.data(), N, C);
     });
-    for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
-        check_acc("gelu", {f(n, 8)}, [&](auto& g) {
-            gelu_backward(g[0].data(), x.data(), dout.data(), n, kind);
-        });
-    check_acc("residual", {f(n, 9), f(n, 10)}, [&](auto& g) {
+    check("residual", {f(n, 9), f(n, 10)}, {true, true}, [&](auto& g) {
         residual_backward(g[0].data(), g[1].data(), dout.data(), n);
     });
-    check_acc("dropout", {f(n, 11)}, [&](auto& g) {
-        dropout_backward(g[0].data(), dout.data(), n, Dropout{0.3f, 5});
-    });
     const std::vector<int> idx = {4, 0, 4, 4, 1, 0};
-    check_acc("encoder", {f(size_t(V) * C, 12), f(size_t(T) * C, 13)}, [&](auto& g) {
+    check("encoder", {f(size_t(V) * C, 12), f(size_t(T) * C, 13)}, {true, true}, [&](auto& g) {
         encoder_backward(g[0].data(), g[1].data(), dout.data(), idx.data(), B, T, C);
+    });
+    for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
+        check("gelu", {f(n, 8)}, {false}, [&](auto& g) {
+            gelu_backward(g[0].data(), x.data(), dout.data(), n, kind);
+        });
+    for (float p : {0.0f, 0.3f})
+        check("dropout", {f(n, 11)}, {false}, [&](auto& g) {
+            dropout_backward(g[0].data(), dout.data(), n, Dropout{p, 5});
+        });
+    const int OC = 11;
+    auto w_lin = f(size_t(OC) * C, 14), dout_lin = f(size_t(N) * OC, 15);
+    check("linear", {f(n, 16), f(size_t(OC) * C, 17), f(OC, 18)}, {false, true, true}, [&](auto& g) {
+        linear_backward(g[0].data(), g[1].data(), g[2].data(), dout_lin.data(), x.data(),
+                        w_lin.data(), N, C, OC);
+    });
+    // attention over T = 70 (two row blocks of the fast path: dk, dv are written by one and
+    // added to by the other), with and without dropout
+    const int Ta = 70, Ca = 8, NH = 2;
+    auto qkv = f(size_t(B) * Ta * 3 * Ca, 19), dout_att = f(size_t(B) * Ta * Ca, 20);
+    std::vector<float> att_out(dout_att.size()), att(size_t(B) * NH * Ta * Ta), scratch(att.size());
+    for (float p : {0.0f, 0.3f}) {
+        attention_forward(att_out.data(), att.data(), scratch.data(), qkv.data(), B, Ta, Ca, NH, Dropout{p, 7});
+        check("attention", {f(qkv.size(), 21)}, {false}, [&](auto& g) {
+            attention_backward(g[0].data(), scratch.data(), dout_att.data(), qkv.data(), att.data(), B,
+                               Ta, Ca, NH, Dropout{p, 7});
+        });
+    }
+    // cross-entropy, one row ignored (target -1): its gradient is written as 0
+    auto logits = f(size_t(N) * V, 22);
+    std::vector<float> probs(logits.size()), losses(N);
+    const std::vector<int> targets = {1, -1, 4, 0, 2, 2};
+    crossentropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), N, V);
+    check("crossentropy", {f(logits.size(), 23)}, {false}, [&](auto& g) {
+        crossentropy_backward(g[0].data(), probs.data(), targets.data(), N, V, 1.0f);
     });
 }

@@ -109,7 +109,7 @@ HWY_INLINE void Map1(float* out, const float* inp, size_t n, F f) {
     }
 }
 
-// dinp += g(x) · dout for the backward kernels, same tail handling.
+// dinp = g(x) · dout for the backward kernels, same tail handling.
 template <class G>
 HWY_INLINE void MapGrad(float* dinp, const float* inp, const float* dout, size_t n, G g) {
     const D d;
@@ -117,16 +117,15 @@ HWY_INLINE void MapGrad(float* dinp, const float* inp, const float* dout, size_t
     size_t i = 0;
     for (; i + L <= n; i += L) {
         const V grad = g(d, hn::LoadU(d, inp + i));
-        hn::StoreU(hn::MulAdd(grad, hn::LoadU(d, dout + i), hn::LoadU(d, dinp + i)), d, dinp + i);
+        hn::StoreU(hn::Mul(grad, hn::LoadU(d, dout + i)), d, dinp + i);
     }
     if (i < n) {
         HWY_ALIGN float x[HWY_MAX_BYTES / sizeof(float)] = {};
         HWY_ALIGN float dy[HWY_MAX_BYTES / sizeof(float)] = {};
-        HWY_ALIGN float dx[HWY_MAX_BYTES / sizeof(float)] = {};
-        for (size_t j = 0; i + j < n; j++) x[j] = inp[i + j], dy[j] = dout[i + j], dx[j] = dinp[i + j];
+        for (size_t j = 0; i + j < n; j++) x[j] = inp[i + j], dy[j] = dout[i + j];
         const V grad = g(d, hn::Load(d, x));
-        hn::Store(hn::MulAdd(grad, hn::Load(d, dy), hn::Load(d, dx)), d, dx);
-        for (size_t j = 0; i + j < n; j++) dinp[i + j] = dx[j];
+        hn::Store(hn::Mul(grad, hn::Load(d, dy)), d, dy);
+        for (size_t j = 0; i + j < n; j++) dinp[i + j] = dy[j];
     }
 }
 

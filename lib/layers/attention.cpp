@@ -82,8 +82,10 @@ void attention_forward(float* out, float* att, float* scratch, const float* qkv,
 //   1. blk = dout[t0:t1] · v[0:t1]ᵀ                   (dP)
 //   2. blk ⊙= m / (1 - p)                             (dA)
 //   3. blk = att ⊙ (blk - Σ_s att ⊙ blk) per row      (dS; 0 for s > t: the mask)
-//   4. dq[t0:t1] += blk · k[0:t1] / √hs,   dk[0:t1] += blkᵀ · q[t0:t1] / √hs
-// Only entries s ≤ t of att are read.
+//   4. dq[t0:t1] = blk · k[0:t1] / √hs,    dk[0:t1] += blkᵀ · q[t0:t1] / √hs
+// Only entries s ≤ t of att are read. dqkv is written, not added to (layers.h): each row block
+// writes its own rows of dq, and the blocks run last to first, so the first one done (the last
+// rows, whose keys are all of 0..T-1) writes dk and dv (beta = 0) and the earlier ones add.
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, Dropout drop) {
     attention_check_sizes(B, T, C, NH, drop);
@@ -103,8 +105,10 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
         const float* dout_bh = dout + (size_t)b * T * C + (size_t)h * hs;  // (T,hs), stride C
         const float* att_bh = att + (size_t)bh * T * T;                    // (T,T)
         float* scratch_bh = scratch + (size_t)bh * T * T;                  // (T,T)
-        for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+        const int last_t0 = (T - 1) / kRowBlock * kRowBlock;
+        for (int t0 = last_t0; t0 >= 0; t0 -= kRowBlock) {
             const int t1 = std::min(T, t0 + kRowBlock), rows = t1 - t0;
+            const float beta_kv = t0 == last_t0 ? 0.0f : 1.0f;  // dk, dv: write, then add
             float* blk = scratch_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
             const float* dout_blk = dout_bh + (size_t)t0 * C;
             // step 1: blk = P, zero above the diagonal; dv[0:t1] += Pᵀ · dout[t0:t1]
@@ -121,7 +125,7 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                 }
                 std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));
             }
-            matmul_tn(dv, blk, dout_blk, t1, hs, rows, T, C, C3, 1.0f, 1.0f);
+            matmul_tn(dv, blk, dout_blk, t1, hs, rows, T, C, C3, 1.0f, beta_kv);
             // step 1: blk = dP = dout[t0:t1] · v[0:t1]ᵀ
             matmul_nt(blk, dout_blk, v, rows, t1, hs, C, C3, T, 1.0f, 0.0f);
             for (int t = t0; t < t1; t++) {
@@ -138,9 +142,9 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                 softmax_backward_row(blk_t, att_t, blk_t, (size_t)t + 1);
                 std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));
             }
-            // step 4: dq[t0:t1] += dS · k[0:t1] / √hs;  dk[0:t1] += dSᵀ · q[t0:t1] / √hs
-            matmul_nn(dq + (size_t)t0 * C3, blk, k, rows, hs, t1, T, C3, C3, scale, 1.0f);
-            matmul_tn(dk, blk, q + (size_t)t0 * C3, t1, hs, rows, T, C3, C3, scale, 1.0f);
+            // step 4: dq[t0:t1] = dS · k[0:t1] / √hs;  dk[0:t1] += dSᵀ · q[t0:t1] / √hs
+            matmul_nn(dq + (size_t)t0 * C3, blk, k, rows, hs, t1, T, C3, C3, scale, 0.0f);
+            matmul_tn(dk, blk, q + (size_t)t0 * C3, t1, hs, rows, T, C3, C3, scale, beta_kv);
         }
     }
 }

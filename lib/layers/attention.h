@@ -28,7 +28,7 @@ namespace hg {
 // null, when dropout is off).
 void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
                        int C, int NH, Dropout drop);
-// dqkv (B,T,3C) +=, dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) from the forward, the same
+// dqkv (B,T,3C) written (=), dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) from the forward, the same
 // drop as the forward. scratch: (B,NH,T,T) floats of working space (contents not used after).
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, Dropout drop);
@@ -114,7 +114,8 @@ void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int 
 //      No gradient reaches q_t from a future key, nor k_j from an earlier query.
 //   4. S = q·kᵀ/√hs, a product:  dq_t += Σ_j dS[t,j] · k_j / √hs   (dq += dS · k / √hs)
 //                                dk_j += Σ_t dS[t,j] · q_t / √hs   (dk += dSᵀ · q / √hs)
-// dq, dk, dv are head h's slices of dqkv; everything accumulates (+=).
+// dq, dk, dv are head h's slices of dqkv. dqkv is written: it starts at 0, then every
+// (t, s) pair adds its part.
 template <typename real>
 void attention_backward_scalar(real* dqkv, real* scratch, const real* dout, const real* qkv,
                                const real* att, int B, int T, int C, int NH, Dropout drop) {
@@ -122,6 +123,7 @@ void attention_backward_scalar(real* dqkv, real* scratch, const real* dout, cons
     const int hs = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const real scale = real(1) / std::sqrt(real(hs));
+    for (size_t i = 0; i < (size_t)B * T * C3; i++) dqkv[i] = real(0);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {

@@ -2,6 +2,8 @@
 // derivation of the backward sits above crossentropy_backward_scalar there).
 #include "lib/layers/crossentropy.h"
 
+#include <cstring>
+
 #include "lib/kernels/softmax_kernels.h"
 
 namespace hg {
@@ -26,21 +28,23 @@ double crossentropy_forward(float* probs, float* losses, const float* logits,
     return count > 0 ? total / count : 0.0;
 }
 
-// dlogits (N,V) += dloss/K · (probs - onehot(targets)), rows with target -1 skipped.
+// dlogits (N,V) = dloss/K · (probs - onehot(targets)), 0 on rows with target -1.
 // Derivation above crossentropy_backward_scalar in crossentropy.h.
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, int N, int V,
                            float dloss) {
     const int count = crossentropy_count_targets(targets, N, V);
-    if (count == 0) return;
-    const float scale = dloss / float(count);  // dloss/K
+    const float scale = count > 0 ? dloss / float(count) : 0.0f;  // dloss/K
 #pragma omp parallel for schedule(static) if ((size_t)N * V > kParallelMin)
     for (int n = 0; n < N; n++) {
         const int y = targets[n];
-        if (y == -1) continue;  // ignored row: no gradient
         const float* probs_n = probs + (size_t)n * V;
         float* dlogits_n = dlogits + (size_t)n * V;
-        for (int i = 0; i < V; i++) dlogits_n[i] += scale * probs_n[i];  // p_i (auto-vectorised)
-        dlogits_n[y] -= scale;                                           // -onehot
+        if (y == -1) {  // ignored row: no gradient
+            std::memset(dlogits_n, 0, sizeof(float) * (size_t)V);
+            continue;
+        }
+        for (int i = 0; i < V; i++) dlogits_n[i] = scale * probs_n[i];  // p_i (auto-vectorised)
+        dlogits_n[y] -= scale;                                          // -onehot
     }
 }
 

@@ -6,7 +6,7 @@
 //                target's probability underflows to 0 in float
 //   loss       = Σ losses / (number of targets != -1)
 // Backward of the mean loss, scaled by dloss (1, or 1/K under gradient accumulation):
-//   dlogits[n,:] += dloss / count · (probs[n,:] - onehot(targets[n]))
+//   dlogits[n,:] = dloss / count · (probs[n,:] - onehot(targets[n]))   (0 where ignored)
 //
 // losses (N), probs (N,V) and logits (N,V) are row-major; targets (N) are class ids or -1.
 // probs are stored for the backward (it needs nothing else).
@@ -70,20 +70,19 @@ double crossentropy_forward_scalar(real* probs, real* losses, const real* logits
 //   ∂/∂z_i log Σ_j exp(z_j) = exp(z_i) / Σ_j exp(z_j) = p_i
 // so  ∂loss_n/∂z_i = p_i - [i = y]   (probabilities minus the one-hot target),
 // and dL/dlogits[n,i] = dloss/K · (p_i - onehot_i). A row with y = -1 is not in the sum:
-// its gradient is 0, so it is skipped. The softmax's own Jacobian never has to be formed.
+// its gradient is 0. The softmax's own Jacobian never has to be formed.
 template <typename real>
 void crossentropy_backward_scalar(real* dlogits, const real* probs, const int* targets, int N,
                                   int V, real dloss) {
     const int count = crossentropy_count_targets(targets, N, V);
-    if (count == 0) return;
-    const real scale = dloss / real(count);  // dloss/K
+    const real scale = count > 0 ? dloss / real(count) : real(0);  // dloss/K
     for (int n = 0; n < N; n++) {
         const int y = targets[n];
-        if (y == -1) continue;  // ignored row: no gradient
         const real* probs_n = probs + (size_t)n * V;
         real* dlogits_n = dlogits + (size_t)n * V;
-        for (int i = 0; i < V; i++) dlogits_n[i] += scale * probs_n[i];  // the p_i part
-        dlogits_n[y] -= scale;                                           // the -onehot part
+        for (int i = 0; i < V; i++)  // the p_i part (an ignored row: 0)
+            dlogits_n[i] = y == -1 ? real(0) : scale * probs_n[i];
+        if (y != -1) dlogits_n[y] -= scale;  // the -onehot part
     }
 }
 

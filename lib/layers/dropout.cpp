@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "lib/kernels/dropout_kernels.h"
-#include "lib/kernels/vec.h"
 
 namespace hg {
 
@@ -50,18 +49,18 @@ void dropout_forward(float* out,        // (n)
 }
 
 // Backward (derivation above dropout_backward_scalar in dropout.h): out_i = inp_i · m_i with the
-// mask fixed by the key, so dinp_i += dout_i · m_i — the same multipliers, recomputed from the
-// same key (fill_multipliers), the same scale 1/(1-p).
+// mask fixed by the key, so dinp_i = dout_i · m_i — the same multipliers, recomputed from the
+// same key (fill_multipliers), the same scale 1/(1-p), the same multiply as the forward.
 void dropout_backward(float* dinp,        // (n)
                       const float* dout,  // (n)
                       size_t n, Dropout drop) {
     dropout_check("dropout_backward", n, drop);
     if (!drop.active()) {  // p = 0: the gradient passes unchanged
-        vec_acc(dinp, dout, n);
+        if (dinp != dout) std::memmove(dinp, dout, n * sizeof(float));
         return;
     }
     for_each_chunk(n, drop, [&](size_t i0, size_t len, const float* mult) {
-        dropout_mul_acc_kernel(dinp + i0, dout + i0, mult, len);
+        dropout_mul_kernel(dinp + i0, dout + i0, mult, len);
     });
 }
 

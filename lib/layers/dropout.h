@@ -24,7 +24,7 @@ struct Dropout {
 
 // out and inp may alias (in place). n == 0, or p outside [0, 1), is hg::Error.
 void dropout_forward(float* out, const float* inp, size_t n, Dropout drop);
-// dinp += dout · keep / (1 - p)
+// dinp = dout · keep / (1 - p)      (dinp may alias dout)
 void dropout_backward(float* dinp, const float* dout, size_t n, Dropout drop);
 
 template <typename real>
@@ -56,7 +56,7 @@ void dropout_forward_scalar(real* out,        // (n)
 
 // Dropout backward.  out_i = inp_i · m_i with m_i = keep_i / (1 - p) a constant (the mask is a
 // function of (key, i) only, not of inp), so ∂out_i/∂inp_i = m_i and
-//   dinp_i += dout_i · m_i
+//   dinp_i = dout_i · m_i
 // with the same mask (recomputed from the same key) and the same scale 1/(1 - p) as the forward:
 // dropped elements get no gradient, kept ones get it scaled up like their values were.
 template <typename real>
@@ -64,7 +64,7 @@ void dropout_backward_scalar(real* dinp,        // (n)
                              const real* dout,  // (n)
                              size_t n, Dropout drop) {
     dropout_check("dropout_backward", n, drop);
-    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * dropout_multiplier<real>(drop, i);
+    for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * dropout_multiplier<real>(drop, i);
 }
 
 }  // namespace hg

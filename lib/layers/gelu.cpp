@@ -29,8 +29,8 @@ void gelu_forward(float* out,        // (n)
 }
 
 // Backward (derivation above gelu_backward_scalar in gelu.h):
-//   erf form:   dinp += (Φ(x) + x·φ(x)) · dout                         gelu_erf_backward_kernel
-//   tanh form:  dinp += ((1 + tanh u)/2 + x/2·(1 - tanh² u)·du/dx) · dout
+//   erf form:   dinp = (Φ(x) + x·φ(x)) · dout                         gelu_erf_backward_kernel
+//   tanh form:  dinp = ((1 + tanh u)/2 + x/2·(1 - tanh² u)·du/dx) · dout
 //                                                                      gelu_tanh_backward_kernel
 void gelu_backward(float* dinp,        // (n)
                    const float* inp,   // (n)

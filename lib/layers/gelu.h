@@ -56,7 +56,7 @@ void gelu_forward_scalar(real* out,        // (n)
     }
 }
 
-// GELU backward: elementwise, dinp_i += gelu'(x_i) · dout_i, with x = inp (n).
+// GELU backward: elementwise, dinp_i = gelu'(x_i) · dout_i, with x = inp (n).
 //
 // Erf form.  gelu(x) = x · Φ(x), Φ the standard normal CDF, φ = Φ' its density:
 //   gelu'(x) = Φ(x) + x · φ(x),   φ(x) = exp(-x²/2) / √(2π)                     (line E)
@@ -89,7 +89,7 @@ void gelu_backward_scalar(real* dinp,        // (n)
             const real du = real(kSqrt2OverPi) * (real(1) + real(3 * kGeluCubic) * x * x);
             grad = real(0.5) * (real(1) + std::tanh(u)) + real(0.5) * x * sech * sech * du;  // T
         }
-        dinp[i] += grad * dout[i];
+        dinp[i] = grad * dout[i];
     }
 }
 

@@ -6,6 +6,16 @@
 //            gradient check runs so that finite differences are exact to ~1e-10.
 // The double overloads below are that choice, written once; the model calls the same name
 // for both and C++ overload resolution does the rest.
+//
+// How every backward treats its outputs:
+//   parameter gradients (dweight, dbias, dwte, ...)  are added to (+=): gradient accumulation
+//       over micro-batches and a weight used twice (tied embeddings) both sum up by themselves;
+//   the input's gradient (dinp, dqkv, dlogits, ...)   is written (=): each is a fresh scratch
+//       buffer, so nothing has to be zeroed before the layer runs;
+//   except LayerNorm's dinp (and residual_backward),   added to: a block's input feeds both
+//       the LayerNorm and the skip path, and that add is the residual connection's backward.
+// llm.c adds everywhere and zeroes every activation gradient first; writing instead saves that
+// pass over memory (about 5 % of a training step on the small recipes, measured with bench).
 #pragma once
 #include "lib/layers/attention.h"
 #include "lib/layers/crossentropy.h"

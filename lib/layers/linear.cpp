@@ -40,7 +40,7 @@ constexpr int kBiasCols = 64;
 
 // Backward of out = inp·Wᵀ + b, given dout = dL/dout (N,OC). Derivation in linear.h, above
 // linear_backward_scalar:
-//   term 1  dinp    += dout · W         (N,OC)·(OC,C)    matmul_nn, beta = 1
+//   term 1  dinp     = dout · W         (N,OC)·(OC,C)    matmul_nn, beta = 0
 //   term 2  dweight += doutᵀ · inp      (OC,N)·(N,C)     matmul_tn, beta = 1
 //   term 3  dbias   += Σ_n dout[n,:]    column sums      vec_acc down each column block
 // dinp (N,C) or null, dweight (OC,C), dbias (OC) or null, dout (N,OC), inp (N,C), weight (OC,C).
@@ -66,7 +66,7 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
 #pragma omp parallel sections num_threads(2)
         {
 #pragma omp section
-            matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 1.0f);  // term 1
+            matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 0.0f);  // term 1
 #pragma omp section
             {
                 matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);  // term 2
@@ -75,7 +75,7 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
         }
         return;
     }
-    if (dinp) matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 1.0f);  // term 1
+    if (dinp) matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 0.0f);  // term 1
     matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);            // term 2
     if (dbias) bias_backward(dbias, dout, N, OC, (size_t)N * OC > (1u << 18));  // term 3
 }

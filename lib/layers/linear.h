@@ -1,8 +1,9 @@
 // linear.h — the affine map y = x·Wᵀ + b, with W stored [out, in] as PyTorch stores it.
 //
 // inp (N,C), weight (OC,C), bias (OC) or null, out (N,OC). Both passes are sgemm calls
-// (lib/matmul.h); the backward accumulates (beta = 1):
-//   dinp += dout · W,   dweight += doutᵀ · inp,   dbias += Σ_n dout[n]
+// (lib/matmul.h). The backward writes the input's gradient and adds into the parameters'
+// (the convention of every layer, layers.h):
+//   dinp = dout · W,   dweight += doutᵀ · inp,   dbias += Σ_n dout[n]
 #pragma once
 #include <cstddef>
 
@@ -60,11 +61,14 @@ void linear_forward_scalar(real* out, const real* inp, const real* weight, const
 //                  i.e. dW = doutᵀ · inp              (OC,N)·(N,C) = (OC,C)     (term 2)
 //   dL/db[o]     = Σ_n dout[n,o] · 1
 //                  i.e. db = column sums of dout                    (OC)        (term 3)
-// Every term is added (+=), so a weight used twice (tied embeddings) collects both uses.
+// Terms 2 and 3 are added (+=), so a weight used twice (tied embeddings) collects both uses;
+// term 1 is written (=): dinp is a fresh activation gradient.
 template <typename real>
 void linear_backward_scalar(real* dinp, real* dweight, real* dbias, const real* dout,
                             const real* inp, const real* weight, int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
+    if (dinp)
+        for (size_t i = 0; i < (size_t)N * C; i++) dinp[i] = real(0);
     for (int n = 0; n < N; n++) {
         const real* dout_n = dout + (size_t)n * OC;
         const real* inp_n = inp + (size_t)n * C;
