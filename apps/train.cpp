@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
     app.add_option("--learning_rate", tc.schedule.learning_rate)->capture_default_str();
     CLI::Option* o_warmup = app.add_option("--warmup_iters", tc.schedule.warmup_iters)->capture_default_str();
     app.add_option("--decay_lr", tc.schedule.decay_lr)->capture_default_str();
+    std::string lr_decay = to_string(tc.schedule.decay), lr_replans;
+    app.add_option("--lr_decay", lr_decay, "the decay's shape: cosine (nanoGPT's) | linear")->capture_default_str();
+    app.add_option("--lr_replans", lr_replans, "ITER:END,...: from ITER on the decay ends at END (a time-budgeted "
+                   "run prints these to replay it without the clock)");
     app.add_option("--beta1", tc.adamw.beta1)->capture_default_str();
     app.add_option("--beta2", tc.adamw.beta2)->capture_default_str();
     app.add_option("--weight_decay", tc.adamw.weight_decay)->capture_default_str();
@@ -88,6 +93,8 @@ int main(int argc, char** argv) {
         // nanoGPT's defaults: lr_decay_iters = max_iters, min_lr = learning_rate / 10 (a preset may
         // set another ratio). An explicit --max_iters turns a preset's time budget off, and a
         // preset's warmup is cut to fit a shorter run.
+        tc.schedule.decay = parse_lr_decay(lr_decay);
+        tc.schedule.replans = parse_replans(lr_replans);
         if (o_max_iters->count() && !o_budget->count()) tc.time_budget = 0;
         check(!(o_max_iters->count() && o_budget->count() && tc.time_budget > 0),
               "give --max_iters or --time_budget, not both (the budget decides the iterations)");
@@ -152,12 +159,17 @@ int main(int argc, char** argv) {
                        dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
                        dist.size, tc.batch_size, tc.gradient_accumulation_steps);
 
-        // How a plan reads, and the flags that rerun it without a clock.
+        // How a plan reads, and the flags that rerun `iters` iterations of it without a clock.
+        auto replay_flags = [&](int iters) {
+            const std::string replans = to_string(tc.schedule.replans);
+            return fmt::format("--max_iters={} --lr_decay_iters={} --warmup_iters={}{} --time_budget=0", iters,
+                               tc.schedule.lr_decay_iters, tc.schedule.warmup_iters,
+                               replans.empty() ? "" : " --lr_replans=" + replans);
+        };
         auto print_plan = [&](const std::string& what) {
-            fmt::print("{}: {} iterations planned, warmup {}, cosine to min_lr at {} (--max_iters={} --lr_decay_iters={} "
-                       "--warmup_iters={} --time_budget=0 reproduces this run bit for bit)\n",
-                       what, tc.max_iters, tc.schedule.warmup_iters, tc.max_iters, tc.max_iters, tc.max_iters,
-                       tc.schedule.warmup_iters);
+            fmt::print("{}: {} iterations planned, warmup {}, {} to min_lr at {} ({} reproduces this plan bit for "
+                       "bit)\n", what, tc.max_iters, tc.schedule.warmup_iters, to_string(tc.schedule.decay),
+                       tc.max_iters, replay_flags(tc.max_iters));
         };
         BudgetPlan plan;
         double step_estimate = 0;  // seconds per step: the plan's, then the end of warmup's
@@ -173,7 +185,9 @@ int main(int argc, char** argv) {
             return nlohmann::json{{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
                                  {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
                                  {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
-                                 {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"beta1", tc.adamw.beta1},
+                                 {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"lr_decay", to_string(tc.schedule.decay)},
+                                 {"lr_replans", to_string(tc.schedule.replans)},
+                                 {"beta1", tc.adamw.beta1},
                                  {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
                                  {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"time_budget", tc.time_budget},
                                  {"data", data}, {"threads", threads}, {"world_size", dist.size}}.dump();
@@ -195,20 +209,35 @@ int main(int argc, char** argv) {
         bool clock_stopped = false;
         auto train_seconds = [&] { return plan.spent + now_seconds() - t_start - eval_seconds; };
         // A budgeted run plans again at the end of a warmup of at least 20 steps, from the time
-        // of its second half (steps settle after the first few dozen).
+        // of its second half (steps settle after the first few dozen); then each time another
+        // tenth of the budget is used, from the steps since the last plan (a machine's speed
+        // can drift by 10-20 % within minutes; a run cut short of its plan would miss the end
+        // of its decay, the steps that lower the loss most).
         const int replan_at = tc.time_budget > 0 && tc.schedule.warmup_iters >= 20 ? tc.schedule.warmup_iters : -1;
-        double replan_t0 = 0;
+        double replan_t0 = 0, next_replan = 0;  // seconds of training
+        int replan_iter0 = 0;
+        auto replan = [&](const std::string& when, double used, double step_s) {
+            used = dist_mean(dist, used);  // every rank then sets the same next_replan
+            trainer.replan_time_budget(tc.time_budget - used, step_s);
+            tc = trainer.cfg;
+            step_estimate = step_s;
+            trainer.progress.train_config = train_config_json();
+            print_plan(fmt::format("{}: {:.1f} s used, steps take {:.1f} ms now", when, used, 1000 * step_s));
+            replan_t0 = used, replan_iter0 = trainer.progress.iter_num;
+            next_replan = (std::floor(10 * used / tc.time_budget) + 1) * tc.time_budget / 10;
+        };
+        if (tc.time_budget > 0) next_replan = replan_at > 0 ? 1e300 : tc.time_budget / 10, replan_t0 = plan.spent;
         while (true) {
             const int iter = trainer.progress.iter_num;
-            if (iter == replan_at / 2 && replan_at > 0) replan_t0 = train_seconds();
+            if (iter == replan_at / 2 && replan_at > 0) replan_t0 = train_seconds(), replan_iter0 = iter;
             if (iter == replan_at && replan_at > 0) {
                 const double used = train_seconds();
-                const double step_s = (used - replan_t0) / (replan_at - replan_at / 2);
-                trainer.replan_time_budget(tc.time_budget - used, step_s);
-                tc = trainer.cfg;
-                step_estimate = step_s;
-                trainer.progress.train_config = train_config_json();
-                print_plan(fmt::format("end of warmup: {:.1f} s used, steps take {:.1f} ms now", used, 1000 * step_s));
+                replan("end of warmup", used, (used - replan_t0) / (iter - replan_iter0));
+            } else if (tc.time_budget > 0 && iter > replan_iter0 && iter < tc.max_iters &&
+                       next_replan < 0.95 * tc.time_budget && dist_any(dist, train_seconds() >= next_replan)) {
+                const double used = train_seconds();
+                replan(fmt::format("plan {:.0f} %", 100 * used / tc.time_budget), used,
+                       (used - replan_t0) / (iter - replan_iter0));
             }
             if (tc.time_budget > 0 && iter < tc.max_iters)
                 clock_stopped = dist_any(dist, train_seconds() + step_estimate > tc.time_budget);
@@ -258,6 +287,8 @@ int main(int argc, char** argv) {
         std::fclose(csv);
         if (clock_stopped)
             fmt::print("the time budget ran out at iter {} of the {} planned\n", trainer.progress.iter_num, tc.max_iters);
+        if (tc.time_budget > 0)
+            fmt::print("replay without the clock: {}\n", replay_flags(trainer.progress.iter_num));
         if (tc.time_budget > 0 && trainer.progress.iter_num > first_iter)
             fmt::print("steps took {:.1f} ms each on average (planned for {:.1f})\n",
                        1000 * (train_seconds() - plan.spent) / (trainer.progress.iter_num - first_iter),

@@ -177,10 +177,14 @@ BudgetPlan Trainer::plan_time_budget() {
 }
 
 int Trainer::replan_time_budget(double seconds_left, double step_seconds) {
-    check(progress.iter_num <= cfg.schedule.warmup_iters, "replan_time_budget after the warmup would change the lr "
-          "of steps already taken");
     const double left = iters_that_fit(dist_mean(dist, seconds_left), dist_mean(dist, step_seconds));
-    cfg.max_iters = cfg.schedule.lr_decay_iters = std::max(progress.iter_num, cfg.schedule.warmup_iters) + int(left);
+    const int iter = progress.iter_num;
+    if (iter <= cfg.schedule.warmup_iters && cfg.schedule.replans.empty()) {
+        cfg.max_iters = cfg.schedule.lr_decay_iters = std::max(iter, cfg.schedule.warmup_iters) + int(left);
+    } else {
+        cfg.max_iters = iter + std::max(1, int(left));
+        cfg.schedule.replans.push_back({iter, cfg.max_iters});
+    }
     return cfg.max_iters;
 }
 

@@ -92,11 +92,14 @@ struct Trainer {
     // through N (and replan_time_budget's N). The step time is averaged over the ranks, so
     // every rank plans alike. hg::Error when not even one step fits.
     BudgetPlan plan_time_budget();
-    // Plans again at the end of the warmup, from the step time measured there (the first steps
-    // of a run are often slower than the rest, so the first plan tends to be short): sets
-    // cfg.max_iters = cfg.schedule.lr_decay_iters to the iterations done plus those that fit
-    // in `seconds_left`. During the warmup the lr does not depend on the plan, so the run is
-    // still exactly the --max_iters run of the new plan. Returns the new plan's iterations.
+    // Plans again from a step time measured during the run: cfg.max_iters becomes the
+    // iterations done plus those that fit in `seconds_left`. At the end of the warmup (the first
+    // steps of a run are often slower than the rest, so the first plan tends to be short) that
+    // is cfg.schedule.lr_decay_iters too: the lr so far did not depend on the plan, so the run
+    // is exactly the --max_iters run of the new plan. Later (a machine whose steps drift) it
+    // appends a Replan to cfg.schedule.replans, which moves the decay's end without a jump in
+    // the lr (schedule.h); the run is then the one those replans replay without a clock.
+    // Returns the new plan's iterations.
     int replan_time_budget(double seconds_left, double step_seconds);
     // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
     // on (seed, iter), so evaluating does not disturb training's random stream.

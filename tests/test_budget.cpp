@@ -34,28 +34,41 @@ static int number_after(const std::string& text, const std::string& pattern) {
     return value;
 }
 
+// What follows `pattern` in `text`, up to the end of that line.
+static std::string rest_of_line(const std::string& text, const std::string& pattern) {
+    const size_t at = text.find(pattern);
+    INFO(text);
+    REQUIRE(at != std::string::npos);
+    const size_t from = at + pattern.size();
+    return text.substr(from, text.find('\n', from) - from);
+}
+
 TEST_CASE("a time-budgeted run is the --max_iters run it planned, cut where the clock stopped", "[apps][budget]") {
     TempDir tmp("handgrad-budget");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
     const std::string common = bin("train") + kTiny + " --data=" + data + " --eval_interval=1000000 --dropout=0.1";
-    // A warmup of 30 steps: the run plans once from timed steps, and again at the warmup's end.
+    // A warmup of 30 steps: the run plans once from timed steps, again at the warmup's end, and
+    // again each tenth of the budget (re-plans that move the end of the decay).
     Run budgeted = run(common + " --time_budget=1.5 --warmup_iters=30 --out_dir=" + a);
     INFO(budgeted.output);
     REQUIRE(budgeted.status == 0);
     CHECK(budgeted.output.find("end of warmup") != std::string::npos);
+    CHECK(budgeted.output.find("plan 10 %") != std::string::npos);
     const int planned = number_after(budgeted.output, "now: ");
     const int warmup = number_after(budgeted.output, "planned, warmup ");
     CHECK(planned >= 30);
     CHECK(warmup == 30);
+    const std::string replay = rest_of_line(budgeted.output, "replay without the clock: ");
+    CHECK(replay.find("--lr_replans=") != std::string::npos);
     CHECK(budgeted.output.find("whole val split: loss") != std::string::npos);
     Checkpoint ca = Checkpoint::load(a + "/ckpt.safetensors");
     const int done = ca.progress.iter_num;
     CHECK(done > 0);
     CHECK(done <= planned);
-    // The same schedule over `planned` iterations, stopped after `done`, with no clock at all.
-    Run plain = run(common + " --max_iters=" + std::to_string(done) + " --lr_decay_iters=" + std::to_string(planned) +
-                    " --warmup_iters=" + std::to_string(warmup) + " --out_dir=" + b);
+    CHECK(replay.find("--max_iters=" + std::to_string(done) + " ") != std::string::npos);
+    // The same schedule and re-plans, stopped after `done`, with no clock at all.
+    Run plain = run(common + " " + replay + " --out_dir=" + b);
     INFO(plain.output);
     REQUIRE(plain.status == 0);
     CHECK(plain.output.find("time budget") == std::string::npos);

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "lib/errors.h"
 #include "lib/schedule.h"
@@ -37,6 +39,79 @@ TEST_CASE("lr_at: warmup, cosine, floor", "[schedule]") {
         REQUIRE(lr_at(s, it) > 0);
         REQUIRE(lr_at(s, it) <= 1e-3 * (1 + 1e-15));
     }
+}
+
+TEST_CASE("lr_at: linear decay", "[schedule]") {
+    // warmup 100, then a straight line from 1e-3 at iter 100 to min_lr at iter 3100.
+    LrSchedule s{1e-3, 1e-4, 100, 3100};
+    s.decay = LrDecay::Linear;
+    CHECK(lr_at(s, 99) == 1e-3 * 100 / 101);  // the warmup is the cosine's
+    CHECK(lr_at(s, 100) == Approx(1e-3).epsilon(1e-15));
+    CHECK(lr_at(s, 1100) == Approx(1e-4 + 2.0 / 3 * 9e-4).epsilon(1e-14));  // not the cosine's 3/4
+    CHECK(lr_at(s, 2350) == Approx(1e-4 + 0.25 * 9e-4).epsilon(1e-14));
+    CHECK(lr_at(s, 3100) == Approx(1e-4).epsilon(1e-14));
+    CHECK(lr_at(s, 5000) == 1e-4);
+    // equal steps down: the second difference is 0 (to rounding)
+    for (int it = 101; it < 3099; it += 97) {
+        INFO("iter " << it);
+        REQUIRE(lr_at(s, it - 1) - 2 * lr_at(s, it) + lr_at(s, it + 1) == Approx(0).margin(1e-17));
+    }
+    // to zero
+    s.min_lr = 0;
+    CHECK(lr_at(s, 3100) == 0.0);
+    CHECK(lr_at(s, 1600) == Approx(5e-4).epsilon(1e-14));
+    // the names, both ways
+    CHECK(parse_lr_decay("linear") == LrDecay::Linear);
+    CHECK(parse_lr_decay("cosine") == LrDecay::Cosine);
+    CHECK(std::string(to_string(LrDecay::Linear)) == "linear");
+    REQUIRE_THROWS_WITH(parse_lr_decay("step"), Contains("unknown lr_decay 'step'"));
+}
+
+TEST_CASE("lr_at: re-plans move the end of the decay without a jump", "[schedule]") {
+    for (LrDecay decay : {LrDecay::Cosine, LrDecay::Linear}) {
+        INFO(to_string(decay));
+        LrSchedule plain{1e-3, 1e-4, 100, 3100};
+        plain.decay = decay;
+        LrSchedule s = plain;
+        s.replans = {{100, 2100}, {1100, 2600}, {2000, 2400}};  // at the warmup's end, then later, then shorter
+        REQUIRE_NOTHROW(validate(s));
+        // A re-plan at the warmup's end is a new lr_decay_iters: up to the next one, the same lr.
+        LrSchedule first = plain;
+        first.lr_decay_iters = 2100;
+        for (int it : {0, 99, 100, 600, 1099}) CHECK(lr_at(s, it) == lr_at(first, it));
+        // ratio at 1100 is 1/2 (1000 of the 2000 iterations to 2100); the rest, 1/2, is spread
+        // over [1100, 2600]: at 1850 the ratio is 3/4
+        LrSchedule half = plain;
+        half.lr_decay_iters = 100 + 4 * 1000;  // a plain schedule whose ratio at 3100 is 3/4
+        CHECK(lr_at(s, 1850) == Approx(lr_at(half, 3100)).epsilon(1e-12));
+        // no jumps: neighbouring iterations differ by at most a small step, re-plans included
+        for (int it = 101; it < 2500; it++) {
+            INFO("iter " << it);
+            REQUIRE(std::abs(lr_at(s, it) - lr_at(s, it - 1)) < 3e-6);
+            REQUIRE(lr_at(s, it) <= lr_at(s, it - 1));
+        }
+        // the floor exactly at the last end, and after it
+        CHECK(lr_at(s, 2399) > 1e-4);
+        CHECK(lr_at(s, 2400) == 1e-4);
+        CHECK(lr_at(s, 9999) == 1e-4);
+    }
+    // Written and read back as the --lr_replans flag.
+    const std::vector<Replan> r = {{200, 6400}, {1000, 6350}};
+    CHECK(to_string(r) == "200:6400,1000:6350");
+    const std::vector<Replan> back = parse_replans("200:6400,1000:6350");
+    REQUIRE(back.size() == 2);
+    CHECK((back[1].iter == 1000 && back[1].end == 6350));
+    CHECK(parse_replans("").empty());
+    REQUIRE_THROWS_WITH(parse_replans("200:6400,oops"), Contains("ITER:END") && Contains("'oops'"));
+    REQUIRE_THROWS_WITH(parse_replans("200:64x"), Contains("'200:64x'"));
+    // Re-plans out of order, before the warmup's end, or ending before they start.
+    LrSchedule bad{1e-3, 1e-4, 100, 3100};
+    bad.replans = {{50, 2000}};
+    REQUIRE_THROWS_WITH(validate(bad), Contains("re-plan at iter 50 comes before"));
+    bad.replans = {{500, 2000}, {400, 2000}};
+    REQUIRE_THROWS_WITH(validate(bad), Contains("re-plan at iter 400 comes before"));
+    bad.replans = {{500, 500}};
+    REQUIRE_THROWS_WITH(validate(bad), Contains("must end after it"));
 }
 
 TEST_CASE("lr_at: nanoGPT shakespeare_char numbers", "[schedule]") {

@@ -42,6 +42,8 @@ CANDIDATES = [
     ("lr2e-3", "learning rate 2e-3", {"learning_rate": 2e-3}),
     ("lr5e-3", "learning rate 5e-3", {"learning_rate": 5e-3}),
     ("minlr/100", "cosine down to lr/100 instead of lr/10", {"min_lr": 3e-5}),
+    ("linear", "linear decay to min_lr (lr/10) instead of the cosine", {"lr_decay": "linear"}),
+    ("linear0", "linear decay to 0", {"lr_decay": "linear", "min_lr": 0}),
     ("wide192", "192 wide, 6 heads", {"n_embd": 192, "n_head": 6}),
     ("tied", "tied embedding and head", {"tie_weights": "true"}),
     ("dropout0.1", "dropout 0.1", {"dropout": 0.1}),
@@ -90,6 +92,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for the speed phase")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="single-threaded training runs at once")
     ap.add_argument("--only", default="", help="comma-separated candidate names")
+    ap.add_argument("--iters", type=int, default=0, help="skip phase 1: every candidate trains this many iterations "
+                    "(for candidates that change only the training recipe, e.g. the iterations `make speedrun` planned)")
     ap.add_argument("--over", default="", help="flags under every candidate's own, e.g. n_layer=3,learning_rate=5e-3 "
                     "(a later stage of the search, from the earlier stage's winner)")
     ap.add_argument("--out_root", default="out-speedrun-search")
@@ -101,17 +105,23 @@ def main():
               if not args.only or name in args.only.split(",")]
     if not chosen:
         sys.exit(f"error: no candidate named in --only={args.only}")
-    print(f"phase 1: step times on {args.threads} threads", file=sys.stderr)
     # Candidates that differ only in training flags share one timing: the step is the same, and
     # timing it twice would hand them different iteration counts through timing noise alone.
     speed, timed = {}, {}
+    if args.iters:
+        print(f"phase 1 skipped: {args.iters} iterations each", file=sys.stderr)
+    else:
+        print(f"phase 1: step times on {args.threads} threads", file=sys.stderr)
     for name, _, flags in chosen:
+        if args.iters:
+            speed[name] = 0.98 * args.budget * 1000 / args.iters  # the step time those iterations imply
+            continue
         shape = tuple(sorted((k, str(v)) for k, v in flags.items() if k in MODEL_FLAGS or k == "batch_size"))
         if shape not in timed:
             timed[shape] = step_ms(flags, args.threads)
         speed[name] = timed[shape]
         print(f"  {name}: {speed[name]:.1f} ms/step", file=sys.stderr)
-    iters = {name: int(0.98 * args.budget * 1000 / speed[name]) for name, _, _ in chosen}
+    iters = {name: args.iters or int(0.98 * args.budget * 1000 / speed[name]) for name, _, _ in chosen}
 
     print(f"phase 2: training, {args.jobs} at a time", file=sys.stderr)
     t0 = time.time()
