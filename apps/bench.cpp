@@ -58,12 +58,14 @@ int main(int argc, char** argv) {
     CLI::App app{"handgrad bench: training-step speed against the sgemm ceiling"};
     ModelFlags model;
     model.add(app);
-    int batch_size = 12, steps = 10, warmup = 2, threads = 0;
+    int batch_size = 12, steps = 10, warmup = 2, threads = 0, batch_threads = 1;
     bool json = false;
     app.add_option("--batch_size", batch_size)->capture_default_str();
     app.add_option("--steps", steps, "timed steps")->capture_default_str();
     app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
     app.add_option("--threads", threads, "default: all cores");
+    app.add_option("--batch_threads", batch_threads, "threads that each take batch_size / batch_threads rows "
+                   "(train's flag)")->capture_default_str();
     app.add_flag("--json", json, "one JSON object");
     return run_app(app, argc, argv, [&] {
         check(steps >= 1 && warmup >= 0, "--steps must be positive and --warmup >= 0");
@@ -79,7 +81,7 @@ int main(int argc, char** argv) {
         for (int& t : ids) t = int(rng.below(c.vocab_size));
         std::vector<std::string> vocab(c.vocab_size, "?");
         TrainConfig tc;
-        tc.batch_size = batch_size, tc.max_iters = warmup + steps;
+        tc.batch_size = batch_size, tc.batch_threads = batch_threads, tc.max_iters = warmup + steps;
         tc.schedule = LrSchedule{1e-4, 1e-5, 0, warmup + steps, true};
         Trainer trainer;
         trainer.start(c, tc, vocab, ids, ids);
@@ -102,13 +104,18 @@ int main(int argc, char** argv) {
         const double gflops = flops / (median / 1000) / 1e9;
         const double ceiling = sgemm_ceiling_gflops();
         const double P = double(trainer.model.num_parameters);
-        const double state_mib = 4 * P * 4 / 1048576.0;  // params, grads, m, v
-        const double acts_mib = 4.0 * double(trainer.model.acts_memory.size() + trainer.model.scratch_memory.size()) / 1048576.0;
+        // params, grads, m, v (and each replica's grads); every thread's activations and scratch
+        const double state_mib = 4 * P * (3 + batch_threads) / 1048576.0;
+        double acts_floats = 0;
+        for (int s = 0; s < batch_threads; s++)
+            acts_floats += double(trainer.shard(s).acts_memory.size() + trainer.shard(s).scratch_memory.size());
+        const double acts_mib = 4.0 * acts_floats / 1048576.0;
         const double rss = peak_rss_mib();
 
         if (json) {
             nlohmann::ordered_json j = {{"preset", model.preset}, {"batch_size", batch_size}, {"block_size", T},
-                                        {"dropout", c.dropout}, {"threads", threads}, {"parameters", P},
+                                        {"dropout", c.dropout}, {"threads", threads}, {"batch_threads", batch_threads},
+                                        {"parameters", P},
                                         {"ms_median", median}, {"ms_min", sorted.front()}, {"ms_max", sorted.back()},
                                         {"tokens_per_s", tokens / (median / 1000)}, {"gflops", gflops},
                                         {"sgemm_ceiling_gflops", ceiling}, {"ceiling_ratio", gflops / ceiling},
@@ -121,7 +128,9 @@ int main(int argc, char** argv) {
         }
         fmt::print("bench: preset {}, B={} T={} L={} C={} NH={} V={} dropout={}, {:.2f} M parameters\n", model.preset,
                    batch_size, T, c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.dropout, P / 1e6);
-        fmt::print("threads {}, SIMD {}, {} timed steps after {} warm-up\n\n", threads, simd_current_target(), steps, warmup);
+        fmt::print("threads {}{}, SIMD {}, {} timed steps after {} warm-up\n\n", threads,
+                   batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows)", batch_threads, batch_size / batch_threads) : "",
+                   simd_current_target(), steps, warmup);
         fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(), sorted.back());
         fmt::print("  throughput    {:.0f} tokens/s\n", tokens / (median / 1000));
         fmt::print("  compute       {:.2f} GFLOP per step, {:.1f} GFLOP/s achieved\n", flops / 1e9, gflops);

@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
     CLI::Option* o_min_lr = app.add_option("--min_lr", tc.schedule.min_lr, "default: learning_rate / 10");
     app.add_option("--batch_size", tc.batch_size)->capture_default_str();
     app.add_option("--gradient_accumulation_steps", tc.gradient_accumulation_steps)->capture_default_str();
+    app.add_option("--batch_threads", tc.batch_threads,
+                   "threads that each take batch_size / batch_threads rows, one model replica each (1: all "
+                   "threads work on every layer)")->capture_default_str();
     CLI::Option* o_max_iters = app.add_option("--max_iters", tc.max_iters)->capture_default_str();
     CLI::Option* o_budget = app.add_option("--time_budget", tc.time_budget,
                                            "seconds of training (evaluation excluded) over which the lr schedule "
@@ -182,7 +185,8 @@ int main(int argc, char** argv) {
                                    plan.spent));
         }
         auto train_config_json = [&] {
-            return nlohmann::json{{"batch_size", tc.batch_size}, {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
+            return nlohmann::json{{"batch_size", tc.batch_size}, {"batch_threads", tc.batch_threads},
+                                 {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
                                  {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
                                  {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
                                  {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"lr_decay", to_string(tc.schedule.decay)},

@@ -124,7 +124,7 @@ static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, Backwar
 }
 
 template <typename real>
-void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T) {
+void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, const GPT<real>* share_params_of) {
     config.validate();
     check(max_B >= 1, "batch_size must be positive (got {})", max_B);
     check(max_T >= 1 && max_T <= config.block_size,
@@ -133,9 +133,14 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T) {
     m.max_B = max_B, m.max_T = max_T;
     m.table = parameter_table(config);
     m.num_parameters = parameter_count(config);
-    m.params_memory.allocate(m.num_parameters);
+    if (share_params_of) {
+        check(share_params_of->num_parameters == m.num_parameters, "a replica must have its model's config");
+        m.params = share_params_of->params;
+    } else {
+        m.params_memory.allocate(m.num_parameters);
+        m.params = bind_parameters(config, m.params_memory.data());
+    }
     m.grads_memory.allocate(m.num_parameters);
-    m.params = bind_parameters(config, m.params_memory.data());
     m.grads = bind_parameters(config, m.grads_memory.data());
     m.acts_memory.allocate(bind_activations<real>(config, max_B, max_T, nullptr, m.acts));
     bind_activations(config, max_B, max_T, m.acts_memory.data(), m.acts);
@@ -372,8 +377,8 @@ void gpt_backward(GPT<real>& m, real dloss) {
     tick(m, Work::Embedding, true);
 }
 
-template void gpt_build(GPT<float>&, const GPTConfig&, int, int);
-template void gpt_build(GPT<double>&, const GPTConfig&, int, int);
+template void gpt_build(GPT<float>&, const GPTConfig&, int, int, const GPT<float>*);
+template void gpt_build(GPT<double>&, const GPTConfig&, int, int, const GPT<double>*);
 template void gpt_init(GPT<float>&, uint64_t);
 template void gpt_init(GPT<double>&, uint64_t);
 template double gpt_forward(GPT<float>&, const int*, const int*, int, int, ForwardMode);

@@ -136,8 +136,12 @@ struct GPT {
 };
 
 // Allocates every arena for batches up to (max_B, max_T): nothing is allocated after this.
+// With `share_params_of`, the model is a replica for data-parallel threads (lib/trainer.h): its
+// own gradients, activations and scratch, and views of the other model's parameters instead
+// of an arena of its own.
 template <typename real>
-void gpt_build(GPT<real>& model, const GPTConfig& config, int max_B, int max_T);
+void gpt_build(GPT<real>& model, const GPTConfig& config, int max_B, int max_T,
+               const GPT<real>* share_params_of = nullptr);
 // Draws the initial weights from config.init with a generator seeded by `seed`.
 template <typename real>
 void gpt_init(GPT<real>& model, uint64_t seed);

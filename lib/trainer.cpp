@@ -5,14 +5,18 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 
 #include "lib/data.h"
 #include "lib/errors.h"
+#include "lib/kernels/vec.h"
 
 namespace hg {
 
 void TrainConfig::validate() const {
     check(batch_size >= 1, "batch_size must be positive (got {})", batch_size);
+    check(batch_threads >= 1 && batch_size % batch_threads == 0,
+          "batch_threads ({}) must be positive and divide batch_size ({})", batch_threads, batch_size);
     check(gradient_accumulation_steps >= 1, "gradient_accumulation_steps must be positive (got {})",
           gradient_accumulation_steps);
     check(max_iters >= 0, "max_iters must be >= 0 (got {})", max_iters);
@@ -58,8 +62,32 @@ static double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Runs f(s) for every thread shard s in [0, R): on R threads, one each, when R > 1. Inside, the
+// layers' own parallel loops and OpenBLAS run single-threaded (one threading layer per region).
+// An exception thrown by a shard is rethrown here, after the region (it must not leave it).
+template <typename F>
+static void for_each_shard(int R, F f) {
+    if (R == 1) return f(0);
+    std::exception_ptr error;
+#pragma omp parallel for num_threads(R) schedule(static, 1)
+    for (int s = 0; s < R; s++) {
+        try {
+            f(s);
+        } catch (...) {
+#pragma omp critical
+            error = std::current_exception();
+        }
+    }
+    if (error) std::rethrow_exception(error);
+}
+
 void Trainer::allocate(const GPTConfig& config) {
-    gpt_build(model, config, cfg.batch_size, config.block_size);
+    const int rows = cfg.batch_size / cfg.batch_threads;
+    gpt_build(model, config, rows, config.block_size);
+    replicas.clear();
+    replicas.resize(cfg.batch_threads - 1);
+    for (GPT<float>& replica : replicas) gpt_build(replica, config, rows, config.block_size, &model);
+    shard_loss.assign(cfg.batch_threads, 0.0);
     m.allocate(model.num_parameters);
     v.allocate(model.num_parameters);
     spans.clear();
@@ -100,20 +128,35 @@ void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::
 
 StepResult Trainer::step() {
     const int B = cfg.batch_size, T = model.config.block_size, K = cfg.gradient_accumulation_steps;
-    const int N = dist.size;
+    const int N = dist.size, R = cfg.batch_threads, rows = B / R;
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
     StepResult r;
     if (model.profile) model.profile->restart();
-    gpt_zero_grad(model);
+    for (int s = 0; s < R; s++) gpt_zero_grad(shard(s)), shard_loss[s] = 0;
     for (int k = 0; k < K; k++) {
         sample_rank_rows(idx, targets, *train_ids, B, T, batch_rng, dist, "train");
         if (model.profile) model.profile->tick(Work::Other, false);
-        uint64_t key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
-        if (dist.rank > 0) key = mix64(key ^ uint64_t(dist.rank));  // each rank's rows, their own masks
-        r.loss += gpt_forward(model, idx, targets, B, T, ForwardMode{true, key}) / K;
-        gpt_backward(model, 1.0f / (float(K) * N));  // the mean over N ranks × K micro-batches
+        const uint64_t step_key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
+        for_each_shard(R, [&](int s) {
+            // thread s of rank r is rank r·R + s of N·R: its rows, and their own dropout masks
+            const uint64_t part = uint64_t(dist.rank) * R + s;
+            const uint64_t key = part > 0 ? mix64(step_key ^ part) : step_key;
+            const size_t at = size_t(s) * rows * T;
+            shard_loss[s] += gpt_forward(shard(s), idx + at, targets + at, rows, T, ForwardMode{true, key}) / K;
+            gpt_backward(shard(s), 1.0f / (float(K) * N * R));  // the mean over N·R parts × K micro-batches
+        });
     }
+    if (R > 1) {  // the replicas' gradients into the model's, in a fixed order: the same bits as an MPI sum
+        const size_t P = model.num_parameters, chunk = 1 << 14;
+#pragma omp parallel for schedule(static) num_threads(R)
+        for (size_t i0 = 0; i0 < P; i0 += chunk)
+            for (int s = 1; s < R; s++)
+                vec_acc(model.grads_memory.data() + i0, shard(s).grads_memory.data() + i0, std::min(chunk, P - i0));
+        if (model.profile) model.profile->tick(Work::Other, true);
+    }
+    for (int s = 0; s < R; s++) r.loss += shard_loss[s];
+    r.loss /= R;
     if (N > 1) {  // the sum over ranks of the 1/(N·K)-scaled gradients: the mean over N·K
         const auto t0 = std::chrono::steady_clock::now();
         dist_sum(dist, model.grads_memory.data(), model.num_parameters);
@@ -193,12 +236,18 @@ double Trainer::estimate_loss(const std::vector<int>& ids) {
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
     Rng rng(mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) + 0x6576616cULL)));  // "eval"
-    double sum = 0;
+    const int R = cfg.batch_threads, rows = B / R;
+    for (int s = 0; s < R; s++) shard_loss[s] = 0;
     for (int i = 0; i < cfg.eval_iters; i++) {
         sample_rank_rows(idx, targets, ids, B, T, rng, dist, &ids == val_ids ? "val" : "train");
-        sum += gpt_forward(model, idx, targets, B, T);
+        for_each_shard(R, [&](int s) {
+            const size_t at = size_t(s) * rows * T;
+            shard_loss[s] += gpt_forward(shard(s), idx + at, targets + at, rows, T);
+        });
     }
-    return dist_mean(dist, sum / cfg.eval_iters);  // each rank's B rows of N·B: the mean of the means
+    double mean = 0;  // each part's rows of N·R parts: the mean of the means
+    for (int s = 0; s < R; s++) mean += shard_loss[s] / cfg.eval_iters;
+    return dist_mean(dist, mean / R);
 }
 
 void Trainer::save(const std::string& path) const {

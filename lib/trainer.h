@@ -13,6 +13,15 @@
 // batch B see exactly the sequences of 1 rank with batch 2B. Evaluation is split the same way
 // and averaged; only rank 0 writes checkpoints.
 //
+// Within a process, batch_threads = R > 1 splits the batch the same way over R threads: R
+// replicas of the model (gpt_build's share_params_of: one set of weights, R gradient and
+// activation arenas of B/R rows each) run forward and backward side by side, each on one
+// thread, with its layers and OpenBLAS single-threaded inside; then the replicas' gradients
+// are summed into the model's. Thread s of rank r plays the part of rank r·R + s, so one
+// process with R threads computes exactly what R ranks of one thread would (the same rows,
+// dropout masks and sums, to the bit). For small models this beats threading every layer:
+// no fork/join per layer, and every sgemm runs at its single-thread speed.
+//
 // Everything random is explicit: batches come from `batch_rng` (saved in the checkpoint),
 // dropout masks from a key derived from (seed, iter, micro-step), evaluation batches from a
 // generator derived from (seed, iter). So N steps, save, resume, N steps gives bit-identical
@@ -32,6 +41,7 @@ namespace hg {
 
 struct TrainConfig {
     int batch_size = 12;
+    int batch_threads = 1;  // threads that each take batch_size / batch_threads rows (see above)
     int gradient_accumulation_steps = 1;
     int max_iters = 2000;
     int eval_interval = 250;
@@ -76,6 +86,8 @@ struct Trainer {
     TrainProgress progress;
     Dist dist;                         // this rank and the number of ranks; set before start/resume
     double comm_seconds = 0;           // wall time spent summing gradients across ranks
+    std::vector<GPT<float>> replicas;  // batch_threads - 1 of them, sharing model's weights
+    std::vector<double> shard_loss;    // (batch_threads), the loss of each thread's rows
 
     // A fresh run: the model built for (batch_size, block_size) and initialised from seed.
     void start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab,
@@ -108,6 +120,9 @@ struct Trainer {
     void save(const std::string& path) const;
     // True when every rank holds bit-identical weights (a hash compared across ranks).
     bool ranks_agree() const;
+
+    // The model that thread s of batch_threads uses: `model` itself for s = 0.
+    GPT<float>& shard(int s) { return s == 0 ? model : replicas[s - 1]; }
 
 private:
     void allocate(const GPTConfig& config);

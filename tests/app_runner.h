@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "lib/checkpoint.h"
 
 namespace hg::test {
 
@@ -58,6 +61,21 @@ inline void expect_error(const Run& r, const std::string& phrase) {
     CHECK(r.status < 128);
     CHECK(r.output.find("error: ") != std::string::npos);
     CHECK(r.output.find(phrase) != std::string::npos);
+}
+
+// Checks that two checkpoint files hold the same tensors (weights and both AdamW moments), byte
+// for byte, whatever their metadata says; returns how many were compared.
+inline int check_same_tensors(const std::string& path_a, const std::string& path_b) {
+    const Checkpoint a = Checkpoint::load(path_a), b = Checkpoint::load(path_b);
+    int compared = 0;
+    for (const std::string& name : a.file.names()) {
+        const auto &ea = a.file.get(name), &eb = b.file.get(name);
+        INFO(name);
+        REQUIRE(ea.nbytes() == eb.nbytes());
+        CHECK(std::memcmp(ea.data, eb.data, ea.nbytes()) == 0);
+        compared++;
+    }
+    return compared;
 }
 
 // A fresh directory under /tmp, removed with everything in it when the test ends.

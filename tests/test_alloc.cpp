@@ -39,16 +39,20 @@ TEST_CASE("a training step allocates nothing on the heap (after the first)", "[t
     Rng rng(2);
     for (int& t : ids) t = int(rng.below(c.vocab_size));
     std::vector<std::string> vocab(c.vocab_size, "x");
-    TrainConfig tc;
-    tc.batch_size = 4, tc.gradient_accumulation_steps = 2, tc.schedule = LrSchedule{1e-3, 1e-4, 2, 10, true};
-    Trainer tr;
-    tr.start(c, tc, vocab, ids, ids);
-    tr.step();  // a first step may let OpenMP or BLAS set up their thread pools
-    g_allocations = 0;
-    g_counting = true;
-    for (int i = 0; i < 3; i++) tr.step();
-    g_counting = false;
-    CHECK(g_allocations == 0);
+    for (int batch_threads : {1, 2}) {  // the whole model on every thread; a replica per thread
+        INFO("batch_threads " << batch_threads);
+        TrainConfig tc;
+        tc.batch_size = 4, tc.batch_threads = batch_threads, tc.gradient_accumulation_steps = 2;
+        tc.schedule = LrSchedule{1e-3, 1e-4, 2, 10, true};
+        Trainer tr;
+        tr.start(c, tc, vocab, ids, ids);
+        tr.step();  // a first step may let OpenMP or BLAS set up their thread pools
+        g_allocations = 0;
+        g_counting = true;
+        for (int i = 0; i < 3; i++) tr.step();
+        g_counting = false;
+        CHECK(g_allocations == 0);
+    }
     // the counter works: a vector allocates
     g_counting = true;
     std::vector<int> v(10);

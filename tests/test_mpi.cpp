@@ -153,6 +153,25 @@ TEST_CASE("2 ranks with batch B equal 1 rank with batch 2B of the same rows", "[
     CHECK(diff_half > 1e-3 * scale_half);
 }
 
+TEST_CASE("one process with 2 batch threads is 2 ranks of one thread, to the bit", "[.][mpi][batch_threads]") {
+    require_mpi();
+    TempDir tmp("handgrad-mpi");
+    const std::string data = (tmp.path / "data.txt").string();
+    std::ofstream(data) << corpus();
+    const std::string ranks = (tmp.path / "ranks").string(), threads = (tmp.path / "threads").string();
+    // Dropout on and 2 micro-steps: rows, masks, scaling and the sum must all line up.
+    const std::string common = kModel + " --data=" + data +
+                               " --max_iters=6 --eval_interval=3 --gradient_accumulation_steps=2 --dropout=0.1";
+    Run r2 = run(mpirun(2) + bin("train") + common + " --batch_size=3 --out_dir=" + ranks);
+    INFO(r2.output);
+    REQUIRE(r2.status == 0);
+    Run r1 = run(bin("train") + common + " --batch_size=6 --batch_threads=2 --out_dir=" + threads);
+    INFO(r1.output);
+    REQUIRE(r1.status == 0);
+    CHECK(losses(ranks + "/log.csv") == losses(threads + "/log.csv"));
+    CHECK(check_same_tensors(ranks + "/ckpt.safetensors", threads + "/ckpt.safetensors") > 10);
+}
+
 TEST_CASE("the same 2-rank run twice gives byte-identical checkpoints and losses", "[.][mpi][determinism]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");

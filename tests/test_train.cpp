@@ -1,10 +1,12 @@
 // Training: gradient accumulation, the overfit smoke test, exact resume, checkpoint round trips.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -145,6 +147,55 @@ TEST_CASE("resume is exact: N steps + save + resume + N steps == 2N steps", "[tr
     CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(straight.m.data(), second.m.data(), a.size() * sizeof(float)) == 0);
     fs::remove_all(dir);
+}
+
+TEST_CASE("batch threads: each thread's replica takes its rows; the step is one step of the whole batch",
+          "[train][batch_threads]") {
+    const std::string text = small_corpus();
+    Tokenizer tok = Tokenizer::from_text(text);
+    std::vector<int> ids = tok.encode(text);
+    Split split = split_train_val(ids);
+    TrainConfig tc;
+    tc.batch_size = 6, tc.gradient_accumulation_steps = 2, tc.max_iters = 6;
+    tc.schedule = LrSchedule{3e-3, 3e-4, 2, 6, true};
+    auto train = [&](int batch_threads, float dropout, std::vector<double>* evals = nullptr) {
+        GPTConfig c = tiny_config(tok.size());
+        c.dropout = dropout;
+        TrainConfig t = tc;
+        t.batch_threads = batch_threads;
+        auto trainer = std::make_unique<Trainer>();
+        trainer->start(c, t, tok.vocab, split.train, split.val);
+        for (int i = 0; i < 6; i++) trainer->step();
+        if (evals) evals->push_back(trainer->estimate_loss(split.val));
+        return trainer;
+    };
+    // Three replicas of 2 rows: the model holds the weights, each replica only views them.
+    auto three = train(3, 0.1f);
+    REQUIRE(three->replicas.size() == 2);
+    CHECK(three->model.max_B == 2);
+    CHECK(three->replicas[1].params.wte == three->model.params.wte);
+    CHECK(three->replicas[1].params_memory.size() == 0);
+    // The same run twice, dropout on: every bit the same (the masks depend on the thread's part,
+    // never on timing).
+    auto again = train(3, 0.1f);
+    const auto a = weights(*three), b = weights(*again);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(three->v.data(), again->v.data(), a.size() * sizeof(float)) == 0);
+    // Dropout off: the same steps as one thread over all 6 rows, to float rounding (the sums
+    // over rows are split in three; see the MPI equivalence test for the size of that).
+    std::vector<double> e1, e3;
+    auto one = train(1, 0.0f, &e1), split3 = train(3, 0.0f, &e3);
+    const auto w1 = weights(*one), w3 = weights(*split3);
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < w1.size(); i++)
+        diff = std::max(diff, double(std::fabs(w1[i] - w3[i]))), scale = std::max(scale, double(std::fabs(w1[i])));
+    CHECK(diff > 0);  // not the same bits: the sums run in another order ...
+    CHECK(diff < 1e-4 * scale);  // ... but the same numbers (one step moves weights by ~3e-3)
+    CHECK(e3[0] == Approx(e1[0]).epsilon(1e-5));  // evaluation splits its rows the same way
+    // And a batch the threads cannot split evenly is refused.
+    TrainConfig bad = tc;
+    bad.batch_threads = 4;
+    REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("batch_threads (4) must be positive and divide batch_size (6)"));
 }
 
 TEST_CASE("checkpoints: round trip, nanoGPT names, stand-in biases, and validation", "[checkpoint]") {
