@@ -100,10 +100,10 @@ static size_t bind_activations(const GPTConfig& c, int B, int T, real* base, Act
         s.ln_1 = arena.take(N * C), s.ln_1_mean = arena.take(N), s.ln_1_rstd = arena.take(N);
         s.qkv = arena.take(N * 3 * C);
         s.att = arena.take(size_t(B) * NH * T * T);
-        s.atty = arena.take(N * C), s.attn_proj = arena.take(N * C), s.res_2 = arena.take(N * C);
+        s.atty = arena.take(N * C), s.res_2 = arena.take(N * C);
         s.ln_2 = arena.take(N * C), s.ln_2_mean = arena.take(N), s.ln_2_rstd = arena.take(N);
         s.fc = arena.take(N * 4 * C), s.fc_gelu = arena.take(N * 4 * C);
-        s.mlp_proj = arena.take(N * C), s.res_3 = arena.take(N * C);
+        s.res_3 = arena.take(N * C);
     }
     a.ln_f = arena.take(N * C), a.ln_f_mean = arena.take(N), a.ln_f_rstd = arena.take(N);
     a.logits = arena.take(N * V), a.probs = arena.take(N * V), a.losses = arena.take(N);
@@ -262,12 +262,13 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
         tick(m, Work::Matmul, false);
         attention_forward(s.atty, s.att, m.scratch.datt, s.qkv, B, T, C, NH, dropout_at(m, l, kAttention));
         tick(m, Work::Attention, false);
-        linear_forward(s.attn_proj, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);  // (N, C)
+        // the branch's output goes straight into res_2, then x is added to it in place
+        linear_forward(s.res_2, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);  // (N, C)
         tick(m, Work::Matmul, false);
         drop = dropout_at(m, l, kAttnResidual);
-        if (drop.active()) dropout_forward(s.attn_proj, s.attn_proj, NC, drop);
+        if (drop.active()) dropout_forward(s.res_2, s.res_2, NC, drop);
         tick(m, Work::Dropout, false);
-        residual_forward(s.res_2, x, s.attn_proj, NC);
+        residual_forward(s.res_2, x, s.res_2, NC);
         tick(m, Work::Residual, false);
         // x += mlp(ln_2(x))
         layernorm_forward(s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b, N, C);
@@ -276,12 +277,12 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
         tick(m, Work::Matmul, false);
         gelu_forward(s.fc_gelu, s.fc, N * 4 * C, c.gelu);
         tick(m, Work::Gelu, false);
-        linear_forward(s.mlp_proj, s.fc_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C);  // (N, C)
+        linear_forward(s.res_3, s.fc_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C);  // (N, C)
         tick(m, Work::Matmul, false);
         drop = dropout_at(m, l, kMlpResidual);
-        if (drop.active()) dropout_forward(s.mlp_proj, s.mlp_proj, NC, drop);
+        if (drop.active()) dropout_forward(s.res_3, s.res_3, NC, drop);
         tick(m, Work::Dropout, false);
-        residual_forward(s.res_3, s.res_2, s.mlp_proj, NC);
+        residual_forward(s.res_3, s.res_2, s.res_3, NC);
         tick(m, Work::Residual, false);
         x = s.res_3;
     }

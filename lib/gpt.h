@@ -65,7 +65,9 @@ struct ParameterTensors {
     real* lm_head;  // (V, C); the same pointer as wte when the weights are tied
 };
 
-// What the forward pass keeps for the backward pass, per block. N = B·T.
+// What the forward pass keeps for the backward pass, per block. N = B·T. The two branch outputs
+// (after attention's and the MLP's output projections) are not kept: each is written straight
+// into the stream it is added to (res_2, res_3), because the backward of a sum needs no values.
 template <typename real>
 struct BlockActivations {
     real* ln_1;       // (N, C)
@@ -74,15 +76,13 @@ struct BlockActivations {
     real* qkv;        // (N, 3C)
     real* att;        // (B, NH, T, T) attention probabilities
     real* atty;       // (N, C) heads' outputs, concatenated
-    real* attn_proj;  // (N, C) after the output projection (and its dropout)
-    real* res_2;      // (N, C) the stream after attention: X + attn
+    real* res_2;      // (N, C) the stream after attention: X + attn_proj(atty)
     real* ln_2;       // (N, C)
     real* ln_2_mean;  // (N)
     real* ln_2_rstd;  // (N)
     real* fc;         // (N, 4C) before GELU
     real* fc_gelu;    // (N, 4C)
-    real* mlp_proj;   // (N, C) after the MLP's projection (and its dropout)
-    real* res_3;      // (N, C) the block's output
+    real* res_3;      // (N, C) the block's output: res_2 + mlp_proj(fc_gelu)
 };
 
 template <typename real>

@@ -420,8 +420,10 @@ TEST_CASE("QK and OV circuits of a briefly trained course model have rank d/H = 
         for (int j = 0; j < C; j++)
             for (int i = 0; i < C; i++) out[j] += double(x[i]) * hc.ov.at(i, j);
     }
+    // the attention branch's output is what it added to the stream: res_2 − the block's input
+    const float* stream_in = m.acts.h[0].res_3;
     for (int j = 0; j < C; j++)
-        CHECK(out[j] == Approx(double(s.attn_proj[j]) - m.params.h[1].attn_proj_b[j]).epsilon(1e-4).margin(1e-4));
+        CHECK(out[j] == Approx(double(s.res_2[j]) - stream_in[j] - m.params.h[1].attn_proj_b[j]).epsilon(1e-4).margin(1e-4));
 
     // `inspect --ckpt --circuits` shows the same: one row per head, both ranks 32.
     const std::string dir = (std::filesystem::temp_directory_path() / ("handgrad-circuits-" + std::to_string(getpid()))).string();

@@ -21,9 +21,18 @@ RUNS = [  # (label, preset, batch, block, dropout, steps)
 
 
 def handgrad(preset, B, T, p, steps):
-    cmd = [f"{BUILD}/bench", f"--preset={preset}", f"--batch_size={B}", f"--block_size={T}", f"--dropout={p}",
-           f"--steps={steps}", "--warmup=1", "--json"]
-    return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    """The faster of handgrad's two thread settings: all threads on every layer (--batch_threads=1),
+    or one model replica per core on B / cores rows each (--batch_threads=cores), as PyTorch gets
+    the best of its thread settings."""
+    cores = os.cpu_count()
+    best = None
+    for bt in [1] + ([cores] if cores > 1 and B % cores == 0 else []):
+        cmd = [f"{BUILD}/bench", f"--preset={preset}", f"--batch_size={B}", f"--block_size={T}", f"--dropout={p}",
+               f"--steps={steps}", "--warmup=1", f"--batch_threads={bt}", "--json"]
+        r = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        if best is None or r["ms_median"] < best["ms_median"]:
+            best = r
+    return best
 
 
 def torch(preset, B, T, p, steps):
@@ -41,8 +50,9 @@ def main():
         h = handgrad(preset, B, T, p, steps)
         t = torch(preset, B, T, p, steps)
         rows.append((label, h, t))
-        print(f"{label}: handgrad {h['ms_median']:.1f} ms, PyTorch {t['ms_median']:.1f} ms "
-              f"({t['torch_threads']} torch + {t['blas_threads']} BLAS threads)", flush=True)
+        print(f"{label}: handgrad {h['ms_median']:.1f} ms ({h['batch_threads']} batch threads), "
+              f"PyTorch {t['ms_median']:.1f} ms ({t['torch_threads']} torch + {t['blas_threads']} BLAS threads)",
+              flush=True)
     print()
     print("| run | handgrad ms/step | PyTorch ms/step | speed-up | handgrad GFLOP/s | of sgemm ceiling "
           "| peak MiB handgrad / PyTorch |")
