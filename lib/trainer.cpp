@@ -41,7 +41,7 @@ TrainConfig train_preset(const std::string& name) {
     }
     if (name == "speedrun") {  // found by tools/speedrun_search.py; see the README
         t.batch_size = 16, t.max_iters = 6000, t.eval_interval = 1000, t.eval_iters = 10, t.log_interval = 100;
-        t.schedule = {3e-3, 3e-4, 200, 6000, true};
+        t.schedule = {3e-3, 0.0, 200, 6000, true, LrDecay::Linear};  // warmup, then straight down to 0
         t.adamw.weight_decay = 0.3f;
         t.time_budget = 600;
     }

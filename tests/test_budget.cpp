@@ -97,6 +97,8 @@ TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][bud
     CHECK(baby.max_iters == 5000);
     CHECK(baby.schedule.min_lr == Approx(baby.schedule.learning_rate / 10));
     CHECK(speed.time_budget == 600);
+    CHECK(speed.schedule.decay == LrDecay::Linear);  // the search's stage 4: linear decay to 0
+    CHECK(speed.schedule.min_lr == 0);
     CHECK_NOTHROW(speed.validate());
     CHECK_NOTHROW(baby.validate());
 

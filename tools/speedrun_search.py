@@ -33,6 +33,7 @@ DATA = os.environ.get("HANDGRAD_DATA", "data/tinyshakespeare/input.txt")
 # name, what it tries, flags over --preset=speedrun (model and training flags alike).
 CANDIDATES = [
     ("base", "the preset as it stands", {}),
+    ("cosine", "cosine decay to lr/10 (the preset before stage 4)", {"lr_decay": "cosine", "min_lr": 3e-4}),
     ("erf", "GELU, erf form (the search's stage 1 base: nanoGPT's best 10-minute shape)", {"gelu": "erf", "weight_decay": 0.1}),
     ("ctx256", "context 256, batch 8 (same tokens per step)", {"block_size": 256, "batch_size": 8}),
     ("batch8", "batch 8: twice the steps, half the tokens each", {"batch_size": 8}),
@@ -41,9 +42,8 @@ CANDIDATES = [
     ("layers2", "2 layers", {"n_layer": 2}),
     ("lr2e-3", "learning rate 2e-3", {"learning_rate": 2e-3}),
     ("lr5e-3", "learning rate 5e-3", {"learning_rate": 5e-3}),
-    ("minlr/100", "cosine down to lr/100 instead of lr/10", {"min_lr": 3e-5}),
-    ("linear", "linear decay to min_lr (lr/10) instead of the cosine", {"lr_decay": "linear"}),
-    ("linear0", "linear decay to 0", {"lr_decay": "linear", "min_lr": 0}),
+    ("minlr/100", "cosine down to lr/100 instead of lr/10", {"lr_decay": "cosine", "min_lr": 3e-5}),
+    ("linear", "linear decay to lr/10 instead of the cosine", {"lr_decay": "linear", "min_lr": 3e-4}),
     ("wide192", "192 wide, 6 heads", {"n_embd": 192, "n_head": 6}),
     ("tied", "tied embedding and head", {"tie_weights": "true"}),
     ("dropout0.1", "dropout 0.1", {"dropout": 0.1}),
