@@ -156,7 +156,10 @@ int main(int argc, char** argv) {
                    to_string(c.bias), c.tie_weights ? "tied" : "untied", to_string(c.gelu), c.dropout);
         fmt::print("data: {} tokens ({} train, {} val); {} tokens per iteration\n", ids.size(), split.train.size(),
                    split.val.size(), tokens_per_iter);
-        fmt::print("threads: {}, SIMD: {}\n", threads, simd_current_target());
+        fmt::print("threads: {}{}, SIMD: {}\n", threads,
+                   tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",
+                                                      tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
+                   simd_current_target());
         if (dist.size > 1)
             fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",
                        dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
