@@ -147,7 +147,7 @@ StepResult Trainer::step() {
             gpt_backward(shard(s), 1.0f / (float(K) * N * R));  // the mean over N·R parts × K micro-batches
         });
     }
-    if (R > 1) {  // the replicas' gradients into the model's, in a fixed order: the same bits as an MPI sum
+    if (R > 1) {  // the replicas' gradients into the model's, in a fixed order (for R = 2: a + b, an MPI sum's bits)
         const size_t P = model.num_parameters, chunk = 1 << 14;
 #pragma omp parallel for schedule(static) num_threads(R)
         for (size_t i0 = 0; i0 < P; i0 += chunk)
@@ -157,7 +157,7 @@ StepResult Trainer::step() {
     }
     for (int s = 0; s < R; s++) r.loss += shard_loss[s];
     r.loss /= R;
-    if (N > 1) {  // the sum over ranks of the 1/(N·K)-scaled gradients: the mean over N·K
+    if (N > 1) {  // the sum over ranks of the 1/(N·R·K)-scaled gradients: the mean over N·R·K
         const auto t0 = std::chrono::steady_clock::now();
         dist_sum(dist, model.grads_memory.data(), model.num_parameters);
         r.loss = dist_mean(dist, r.loss);  // a non-finite loss on any rank stops every rank

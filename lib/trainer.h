@@ -18,8 +18,8 @@
 // activation arenas of B/R rows each) run forward and backward side by side, each on one
 // thread, with its layers and OpenBLAS single-threaded inside; then the replicas' gradients
 // are summed into the model's. Thread s of rank r plays the part of rank r·R + s, so one
-// process with R threads computes exactly what R ranks of one thread would (the same rows,
-// dropout masks and sums, to the bit). For small models this beats threading every layer:
+// process with R threads computes what R ranks of one thread would: the same rows and dropout
+// masks, and for R = 2 the same sum, to the bit (for more, MPI may add in another order). For small models this beats threading every layer:
 // no fork/join per layer, and every sgemm runs at its single-thread speed.
 //
 // Everything random is explicit: batches come from `batch_rng` (saved in the checkpoint),
