@@ -104,12 +104,8 @@ int main(int argc, char** argv) {
         const double gflops = flops / (median / 1000) / 1e9;
         const double ceiling = sgemm_ceiling_gflops();
         const double P = double(trainer.model.num_parameters);
-        // params, grads, m, v (and each replica's grads); every thread's activations and scratch
-        const double state_mib = 4 * P * (3 + batch_threads) / 1048576.0;
-        double acts_floats = 0;
-        for (int s = 0; s < batch_threads; s++)
-            acts_floats += double(trainer.shard(s).acts_memory.size() + trainer.shard(s).scratch_memory.size());
-        const double acts_mib = 4.0 * acts_floats / 1048576.0;
+        const double state_mib = 4.0 * double(trainer.state_floats()) / 1048576.0;
+        const double acts_mib = 4.0 * double(trainer.activation_floats()) / 1048576.0;
         const double rss = peak_rss_mib();
 
         if (json) {

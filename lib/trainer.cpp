@@ -220,14 +220,10 @@ BudgetPlan Trainer::plan_time_budget() {
 }
 
 int Trainer::replan_time_budget(double seconds_left, double step_seconds) {
+    check(progress.iter_num >= cfg.schedule.warmup_iters, "a re-plan must come at or after the warmup's end");
     const double left = iters_that_fit(dist_mean(dist, seconds_left), dist_mean(dist, step_seconds));
-    const int iter = progress.iter_num;
-    if (iter <= cfg.schedule.warmup_iters && cfg.schedule.replans.empty()) {
-        cfg.max_iters = cfg.schedule.lr_decay_iters = std::max(iter, cfg.schedule.warmup_iters) + int(left);
-    } else {
-        cfg.max_iters = iter + std::max(1, int(left));
-        cfg.schedule.replans.push_back({iter, cfg.max_iters});
-    }
+    cfg.max_iters = progress.iter_num + std::max(1, int(left));
+    cfg.schedule.replans.push_back({progress.iter_num, cfg.max_iters});
     return cfg.max_iters;
 }
 
@@ -256,6 +252,16 @@ void Trainer::save(const std::string& path) const {
     p.world_size = dist.size;
     p.rng_batch = batch_rng.state;  // where the sampler stands now, even before the first step
     save_checkpoint(path, model, vocab, p, m.data(), v.data());
+}
+
+size_t Trainer::state_floats() const {
+    return model.num_parameters * (3 + replicas.size() + 1);  // params, m, v; a gradient per thread
+}
+
+size_t Trainer::activation_floats() const {
+    size_t n = model.acts_memory.size() + model.scratch_memory.size();
+    for (const GPT<float>& r : replicas) n += r.acts_memory.size() + r.scratch_memory.size();
+    return n;
 }
 
 bool Trainer::ranks_agree() const {

@@ -104,14 +104,12 @@ struct Trainer {
     // through N (and replan_time_budget's N). The step time is averaged over the ranks, so
     // every rank plans alike. hg::Error when not even one step fits.
     BudgetPlan plan_time_budget();
-    // Plans again from a step time measured during the run: cfg.max_iters becomes the
-    // iterations done plus those that fit in `seconds_left`. At the end of the warmup (the first
-    // steps of a run are often slower than the rest, so the first plan tends to be short) that
-    // is cfg.schedule.lr_decay_iters too: the lr so far did not depend on the plan, so the run
-    // is exactly the --max_iters run of the new plan. Later (a machine whose steps drift) it
-    // appends a Replan to cfg.schedule.replans, which moves the decay's end without a jump in
-    // the lr (schedule.h); the run is then the one those replans replay without a clock.
-    // Returns the new plan's iterations.
+    // Plans again from a step time measured during the run (at the end of the warmup: the first
+    // steps of a run are often slower than the rest; then as the machine's speed drifts):
+    // cfg.max_iters becomes the iterations done plus those that fit in `seconds_left`, and a
+    // Replan appended to cfg.schedule.replans moves the decay's end there without a jump in the
+    // lr (schedule.h); the run is then the one those replans replay without a clock. Only at or
+    // after the warmup's end (hg::Error otherwise). Returns the new plan's iterations.
     int replan_time_budget(double seconds_left, double step_seconds);
     // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
     // on (seed, iter), so evaluating does not disturb training's random stream.
@@ -123,6 +121,10 @@ struct Trainer {
 
     // The model that thread s of batch_threads uses: `model` itself for s = 0.
     GPT<float>& shard(int s) { return s == 0 ? model : replicas[s - 1]; }
+    // Floats in the arenas: the weights, the two moments and every thread's gradients; and every
+    // thread's activations and backward scratch.
+    size_t state_floats() const;
+    size_t activation_floats() const;
 
 private:
     void allocate(const GPTConfig& config);
