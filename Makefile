@@ -134,7 +134,7 @@ train: build data
 # over the whole val split, the iterations done, and a sample. Best on an otherwise idle machine.
 # The preset's batch of 16 is split over SPEEDRUN_THREADS threads (the most cores, up to 16, that
 # divide it), each running its own replica of this small model single-threaded: no fork/join per
-# layer, so a step is 5-10 % faster than all threads sharing every layer (--batch_threads, README).
+# layer, so a step is 5-12 % faster than all threads sharing every layer (--batch_threads, README).
 SPEEDRUN_BUDGET  ?= 600
 SPEEDRUN_DIR     ?= out-speedrun
 SPEEDRUN_THREADS ?= $(shell n=$$(nproc); for t in 16 8 4 2 1; do if [ $$t -le $$n ]; then echo $$t; break; fi; done)
@@ -145,7 +145,7 @@ speedrun: build data
 
 # The search behind the preset: each candidate's step timed, then trained for the iterations
 # that fit in SEARCH_BUDGET seconds (single-threaded runs, SEARCH_JOBS at a time), and scored on
-# the whole val split; a markdown table as each ends. All 18 candidates × 600 s: about 3 h on 2 cores.
+# the whole val split; a markdown table as each ends. All 20 candidates × 600 s: about 3 h 20 min on 2 cores.
 SEARCH_BUDGET ?= 600
 SEARCH_JOBS   ?= $(shell nproc)
 speedrun-search: build data
