@@ -9,6 +9,8 @@
 //
 // The loss fed to a layer's check is sum(r ⊙ out) with r random: never a plain sum, which
 // for a softmax is identically 1 and would let any backward pass.
+//
+// Below the checker: the random inputs and the comparisons the layer tests share.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -93,6 +95,38 @@ double dot(const std::vector<real>& r, const real* out) {
     double s = 0;
     for (size_t i = 0; i < r.size(); i++) s += double(r[i]) * double(out[i]);
     return s;
+}
+
+// Random class targets in [0, V) for the cross-entropy tests; row 1 (when N > 1) is ignored
+// (-1), so every case includes an ignored row.
+inline std::vector<int> ce_targets(int N, int V, uint64_t seed) {
+    Rng rng(seed);
+    std::vector<int> t(N);
+    for (int n = 0; n < N; n++) t[n] = (int)rng.below((uint64_t)V);
+    if (N > 1) t[1] = -1;  // every case includes an ignored row
+    return t;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// max over i of |got_i - want_i| / (atol + rtol·|want_i|): <= 1 means every entry is within
+// tolerance. NaN anywhere gives NaN (which fails a <= 1 check).
+template <typename A, typename B>
+double worst_ratio(const A* got, const B* want, size_t n, double atol, double rtol) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = std::fabs(double(got[i]) - double(want[i])) /
+                   (atol + rtol * std::fabs(double(want[i])));
+        if (std::isnan(r)) return r;
+        worst = std::max(worst, r);
+    }
+    return worst;
+}
+
+inline bool all_finite(const float* x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!std::isfinite(x[i])) return false;
+    return true;
 }
 
 }  // namespace hg::test

@@ -1,5 +1,5 @@
-// test_kernels_a.cpp — the fast float layers (Highway kernels + OpenMP) against their scalar
-// twins: on every SIMD target this CPU runs, against the float twin; against the double twin;
+// test_kernels_vs_twins.cpp — the fast float layers (Highway kernels + OpenMP) against their
+// scalar twins: on every SIMD target this CPU runs, against the float twin; against the double twin;
 // across thread counts (bit-identical); and the kernels' own Φ (erf) against double erfc.
 //
 // Tolerances (eps = FLT_EPSILON = 1.19e-7), with the worst values measured on this machine
