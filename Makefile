@@ -106,17 +106,17 @@ $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libhandgrad.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # The suite: gradient checks, kernels against their scalar twins, model, training, apps.
-# HANDGRAD_DATA points the tests at tiny Shakespeare (tests that need it skip without it).
+# HANDGRAD_DATA points the tests at tiny Shakespeare (fetched by `make data` if missing).
 # HANDGRAD_BIN tells the app tests which build's binaries to run.
-test: build
-	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
+test: build data
+	HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
 	  ./$(BUILD)/tests --durations yes $(TEST_ARGS)
 
 # The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
-asan: deps
+asan: deps data
 	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) BUILD=build-asan SAN=1 OPT=-O1 MPI=0 \
 	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
-	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
+	HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
 
 # The main job: nanoGPT's CPU recipe for the course model on tiny Shakespeare, then the
@@ -134,7 +134,7 @@ train: build data
 # over the whole val split, the iterations done, and a sample. Best on an otherwise idle machine.
 # The preset's batch of 16 is split over SPEEDRUN_THREADS threads (the most cores, up to 16, that
 # divide it), each running its own replica of this small model single-threaded: no fork/join per
-# layer, so a step is 5-12 % faster than all threads sharing every layer (--batch_threads, README).
+# layer, so a step is 5-12 % faster than all threads sharing every layer (docs/performance.md).
 SPEEDRUN_BUDGET  ?= 600
 SPEEDRUN_DIR     ?= out-speedrun
 SPEEDRUN_THREADS ?= $(shell n=$$(nproc); for t in 16 8 4 2 1; do if [ $$t -le $$n ]; then echo $$t; break; fi; done)
@@ -156,7 +156,7 @@ speedrun-search: build data
 # batch of 12 split over the ranks (12 / NP rows each), so the effective batch stays 12 and the
 # run is the single-process one computed in NP pieces. Each rank gets cores / NP threads and is
 # pinned to that many cores of its own (more ranks than cores: oversubscribed, unpinned).
-# More hosts: see the README ("Several processes, several machines").
+# More hosts: docs/mpi.md.
 NP          ?= 2
 OUT_DIR_MPI ?= out-shakespeare-char-mpi
 MPI_PE      := $(shell echo $$(( $(shell nproc) / $(NP) )))
@@ -171,9 +171,9 @@ train-mpi: deps-mpi data
 
 # The multi-process tests (tagged [mpi], hidden from `make test`): each launches
 # `mpirun --oversubscribe -np 2 build/train` and checks what the ranks wrote.
-test-mpi: deps-mpi
+test-mpi: deps-mpi data
 	@$(MAKE) --no-print-directory build MPI=1
-	HANDGRAD_DATA=$(abspath $(SHARED_DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=1 \
+	HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=1 \
 	  ./$(BUILD)/tests "[mpi]" $(TEST_ARGS)
 
 # handgrad against the same step in PyTorch (Debian's python3-torch), side by side.
