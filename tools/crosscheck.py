@@ -14,9 +14,10 @@ Relative error of a tensor a (handgrad) against b (PyTorch):  max|a − b| / max
 element's error measured on the scale of the tensor (an elementwise |a−b|/|b| would blow up on
 entries that are ~0 by chance, which every gradient has). Scalars (loss, grad norm): |a−b|/|b|.
 
-Tolerances (documented in README "PyTorch parity"):
-  float32  logits, loss, grad norm, weights after 3 steps: 1e-5;  gradients: 1e-4
-  float64  logits, loss, grad norm: 1e-12;  gradients: 1e-10;  weights after 3 steps: 1e-12
+Tolerances (TOL below; measured values in docs/pytorch-parity.md):
+  float32  logits, loss, grad norm: 1e-5;  gradients: 1e-4;  PyTorch's clipping + AdamW replayed
+           on handgrad's gradients: 1e-6 (the float32 weights after 3 steps are printed only)
+  float64  logits, loss: 1e-13;  grad norm, gradients: 1e-12;  weights after 3 steps: 1e-10
 The float32 bounds cover a different summation order in two BLAS libraries (OpenBLAS against
 PyTorch's), a few ulps per layer; float64 shows the math is the same to ~1e-15.
 
