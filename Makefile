@@ -34,6 +34,9 @@ else
 endif
 CPPFLAGS += -I/usr/include/x86_64-linux-gnu/$(notdir $(BLASDIR))
 LDLIBS   += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas -lhwy -lhwy_contrib -lfmt -lm
+# PCRE2 (8-bit code units, with Unicode properties) runs GPT-2's pre-tokenizer pattern (lib/bpe.cpp).
+CPPFLAGS += $(shell pkg-config --cflags libpcre2-8 2>/dev/null)
+LDLIBS   += $(or $(shell pkg-config --libs libpcre2-8 2>/dev/null),-lpcre2-8)
 
 # MPI (switch off with MPI=0): data-parallel training across processes, when Open MPI's
 # compiler wrapper is installed (`make deps-mpi` installs it; the normal build never needs it).
@@ -59,7 +62,7 @@ APPS     := $(APP_SRC:apps/%.cpp=$(BUILD)/%)
 
 # Everything the build and the tools need, as Debian packages (installed by `make deps`).
 DEB_PKGS := g++ make pkg-config libopenblas-dev libopenblas-openmp-dev libhwy-dev catch2 \
-            libfmt-dev nlohmann-json3-dev libcli11-dev curl ca-certificates
+            libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev python3-regex curl ca-certificates
 MPI_PKGS := libopenmpi-dev openmpi-bin
 
 SHARED_DATA ?= ../shared/data/tinyshakespeare.txt

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "lib/rng.h"
+#include "lib/tokenizer.h"
 
 namespace hg {
 
@@ -31,7 +32,8 @@ namespace hg {
 // ("cannot read data file 'x': No such file or directory") and for an empty one.
 std::string read_text_file(const std::string& path);
 
-struct Tokenizer {
+// The "char" tokenizer of lib/tokenizer.h.
+struct Tokenizer : TextTokenizer {
     // id -> token; each token is one code point in UTF-8, ids in increasing code-point order.
     std::vector<std::string> vocab;  // (V)
 
@@ -42,13 +44,14 @@ struct Tokenizer {
     // exactly one valid UTF-8 code point, no duplicates, sorted by code point.
     static Tokenizer from_vocab(std::vector<std::string> vocab);
 
-    int size() const { return int(vocab.size()); }
+    std::string name() const override { return "char"; }
+    int size() const override { return int(vocab.size()); }
 
     // One id per character. Throws for invalid UTF-8 (naming the byte offset) and for a
     // character outside the vocabulary (naming it, e.g. 'é' (U+00E9), and its byte offset).
-    std::vector<int> encode(std::string_view text) const;
+    std::vector<int> encode(std::string_view text) const override;
     // The concatenated tokens of ids[0..n). Throws for an id outside [0, V).
-    std::string decode(const int* ids, size_t n) const;  // ids (n)
+    std::string decode(const int* ids, size_t n) const override;  // ids (n)
 
 private:
     // code_points_[id] is the code point of vocab[id] (increasing): encode binary-searches it.
