@@ -7,6 +7,7 @@
 #   make crosscheck  every tensor against a PyTorch reference; conversions to and from nanoGPT
 #   make train-mpi NP=2   the same training, data-parallel over NP processes with Open MPI
 #   make test-mpi         the multi-process tests (2 ranks under mpirun)
+#   make data-gpt2   GPT-2's tokenizer files (encoder.json, vocab.bpe) into data/gpt2, md5-checked
 #
 # Layout: lib/**/*.cpp -> build/libhandgrad.a;  apps/X.cpp -> build/X;  tests/*.cpp -> build/tests
 
@@ -67,11 +68,14 @@ MPI_PKGS := libopenmpi-dev openmpi-bin
 
 SHARED_DATA ?= ../shared/data/tinyshakespeare.txt
 DATA        := data/tinyshakespeare/input.txt
+SHARED_GPT2 ?= ../shared/data/gpt2
+GPT2_DIR    := data/gpt2
+GPT2_FILES  := $(GPT2_DIR)/encoder.json $(GPT2_DIR)/vocab.bpe
 OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 JOBS        ?= $(shell nproc)
 
-.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data clean crosscheck speedrun speedrun-search \
+.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data data-gpt2 clean crosscheck speedrun speedrun-search \
         crosscheck-deps
 .DEFAULT_GOAL := all
 all: build
@@ -109,17 +113,19 @@ $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libhandgrad.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # The suite: gradient checks, kernels against their scalar twins, model, training, apps.
-# HANDGRAD_DATA points the tests at tiny Shakespeare (fetched by `make data` if missing).
+# HANDGRAD_DATA points the tests at tiny Shakespeare, HANDGRAD_GPT2 at the directory with GPT-2's
+# encoder.json and vocab.bpe (fetched by `make data` and `make data-gpt2` if missing).
 # HANDGRAD_BIN tells the app tests which build's binaries to run.
-test: build data
-	HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
+TEST_ENV = HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_GPT2=$(abspath $(GPT2_DIR))
+test: build data data-gpt2
+	$(TEST_ENV) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
 	  ./$(BUILD)/tests --durations yes $(TEST_ARGS)
 
 # The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
-asan: deps data
+asan: deps data data-gpt2
 	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) BUILD=build-asan SAN=1 OPT=-O1 MPI=0 \
 	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
-	HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
+	$(TEST_ENV) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
 
 # The main job: nanoGPT's CPU recipe for the course model on tiny Shakespeare, then the
@@ -201,6 +207,11 @@ sample: build
 data: $(DATA)
 $(DATA):
 	@bash data/tinyshakespeare/prepare.sh $(SHARED_DATA)
+
+# For --tokenizer=gpt2 (build/tokenize): copied from SHARED_GPT2 if there, else downloaded from OpenAI.
+data-gpt2: $(GPT2_FILES)
+$(GPT2_FILES) &:
+	@bash data/gpt2/prepare.sh $(SHARED_GPT2)
 
 # ---------------------------------------------------------------------------------------------
 # PyTorch parity (tools/crosscheck.py) and weights that travel (tools/convert.py).
