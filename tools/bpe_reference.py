@@ -143,6 +143,7 @@ TABLE = [
     b"\xed\xa0\x80\xc0\xaf",                                               # surrogate, overlong
     b"<|endoftext|>",
     b"\tTab\x0bvt\xc2\x85nel\xe1\xa0\x8emvs",                              # \s edge cases
+    b"a \xe1\xa0\x8ex \xc2\x85 y",
     b"\xc2\xa0nbsp  \xe3\x80\x80ideo",
 ]
 
