@@ -186,6 +186,11 @@ std::vector<int> Gpt2Tokenizer::encode_with_special(std::string_view text) const
     }
 }
 
+const std::string& Gpt2Tokenizer::token(int id) const {
+    check(id >= 0 && id < size(), "token id {} is outside the vocabulary [0, {})", id, size());
+    return tokens_[id];
+}
+
 std::string Gpt2Tokenizer::decode(const int* ids, size_t n) const {
     std::string out;
     out.reserve(4 * n);

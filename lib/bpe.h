@@ -56,16 +56,17 @@ public:
 
     std::string name() const override { return "gpt2"; }
     int size() const override { return int(tokens_.size()); }
-    // "<|endoftext|>" in the text is ordinary text (see above). Never throws.
+    // "<|endoftext|>" in the text is ordinary text (see above). Accepts every byte string.
     std::vector<int> encode(std::string_view text) const override;
     // Every "<|endoftext|>" in the text is end_of_text(); the text between is encode()d.
     std::vector<int> encode_with_special(std::string_view text) const;
     std::string decode(const int* ids, size_t n) const override;  // ids (n)
 
     int end_of_text() const { return end_of_text_; }  // the id of "<|endoftext|>" (50256)
-    const std::string& token(int id) const { return tokens_.at(id); }  // its bytes
+    const std::string& token(int id) const;  // its bytes; throws for an id outside [0, V)
 
 private:
+    Gpt2Tokenizer() = default;  // only load() makes one: a tokenizer always has its files
     struct Pattern;     // the compiled pre-tokenizer (PCRE2), shared by copies
     struct Workspace;   // one encode call's scratch: BPE buffers and its cache of pieces
     struct Merge {

@@ -186,6 +186,7 @@ TEST_CASE("gpt2: decode rejects ids outside [0, 50257)", "[bpe]") {
                         Equals("token id 50257 at position 1 is outside the vocabulary [0, 50257)"));
     REQUIRE_THROWS_WITH(decode(tok, {-1}), Equals("token id -1 at position 0 is outside the vocabulary [0, 50257)"));
     CHECK(decode(tok, {}).empty());
+    REQUIRE_THROWS_WITH(tok.token(50257), Equals("token id 50257 is outside the vocabulary [0, 50257)"));
 }
 
 TEST_CASE("tokenizers by name: char and gpt2 behind one interface", "[bpe]") {
