@@ -1,9 +1,11 @@
 // batch_threads.h — how a process's threads share a step (trainer.h): all of them on every
 // layer of one model (batch_threads = 1), or R batch threads with a replica each, on B/R rows
-// apiece. Which is faster depends on the model, the batch and the machine: replicas skip the
-// fork/join of every layer and run each sgemm at its single-thread speed, which wins for small
-// models; one shared model keeps one gradient arena and lets OpenBLAS split big sgemms.
-// So `--batch_threads=auto` (train's default) times a few steps of each and takes the faster.
+// apiece. Which is faster depends on the model, the batch and the machine (and how busy it
+// is): replicas skip the fork/join of every layer and run each sgemm at its single-thread speed;
+// one shared model keeps a single gradient arena (less memory) and lets OpenBLAS split big
+// sgemms. So `--batch_threads=auto` (train's default) times a few steps of each and takes the
+// faster: under a second for the course model on an idle machine; a setting whose step takes
+// over 2 s is timed on one step.
 //
 // Both settings compute the same step (to float rounding: the sums over rows split
 // differently), and a run with batch_threads = auto is, bit for bit, the run with the setting
