@@ -241,7 +241,7 @@ TEST_CASE("batch threads: each thread's replica takes its rows; the step is one 
     CHECK(three->model.max_B == 2);
     CHECK(three->replicas[1].params.wte == three->model.params.wte);
     CHECK(three->replicas[1].params_memory.size() == 0);
-    // The same run twice, dropout on: every bit the same (the masks depend on the thread's part,
+    // The same run twice, dropout on: every bit the same (the masks depend on the batch thread's index,
     // never on timing).
     auto again = train(3, 0.1f);
     const auto a = weights(*three), b = weights(*again);
