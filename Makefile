@@ -129,7 +129,8 @@ asan: deps data data-gpt2
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
 
 # The main job: nanoGPT's CPU recipe for the course model on tiny Shakespeare, then the
-# whole-val-split loss and a sample.
+# whole-val-split loss and a sample. No threading flags: train uses all cores and picks how
+# they share a step itself (--batch_threads=auto).
 TRAIN_ARGS ?= --preset=course --batch_size=12 --block_size=64 --max_iters=2000 --lr_decay_iters=2000 \
               --learning_rate=1e-3 --min_lr=1e-4 --warmup_iters=100 --beta2=0.99 --dropout=0 \
               --eval_interval=250 --eval_iters=20 --log_interval=50
@@ -141,14 +142,15 @@ train: build data
 # The ten-minute speedrun: the speedrun preset (model and recipe, found by tools/speedrun_search.py)
 # trains for SPEEDRUN_BUDGET seconds of wall clock (evaluation excluded), then prints the loss
 # over the whole val split, the iterations done, and a sample. Best on an otherwise idle machine.
-# The preset's batch of 16 is split over SPEEDRUN_THREADS threads (the most cores, up to 16, that
-# divide it), each running its own replica of this small model single-threaded: no fork/join per
-# layer, so a step is 5-12 % faster than all threads sharing every layer (docs/performance.md).
+# Threads as train sets them by default: all cores, and --batch_threads=auto, which times a few
+# steps with a model replica per thread (as many as there are cores, or the most below that which
+# divide the preset's batch of 16) against all threads sharing every layer, and keeps the faster;
+# for this small model, the replicas (a step 5-12 % faster: no fork/join per layer;
+# docs/performance.md). The header line says which it chose.
 SPEEDRUN_BUDGET  ?= 600
 SPEEDRUN_DIR     ?= out-speedrun
-SPEEDRUN_THREADS ?= $(shell n=$$(nproc); for t in 16 8 4 2 1; do if [ $$t -le $$n ]; then echo $$t; break; fi; done)
 speedrun: build data
-	./$(BUILD)/train --preset=speedrun --batch_threads=$(SPEEDRUN_THREADS) --time_budget=$(SPEEDRUN_BUDGET) \
+	./$(BUILD)/train --preset=speedrun --time_budget=$(SPEEDRUN_BUDGET) \
 	  --data=$(DATA) --out_dir=$(SPEEDRUN_DIR) $(EXTRA)
 	./$(BUILD)/sample --out_dir=$(SPEEDRUN_DIR) --max_new_tokens=500
 

@@ -13,6 +13,9 @@
 //
 //   build/activations --ckpt=out-shakespeare-char/ckpt.safetensors --prompt="ROMEO:" --out=acts.json
 //   build/activations --ckpt=out-shakespeare-char/ckpt.safetensors --fresh_init=lesson14 --out=init.json
+//
+// A prompt longer than block_size is refused, or with --crop keeps its last block_size
+// characters, the context sample would give the model (as tools/plot.py asks).
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -40,9 +43,11 @@ int main(int argc, char** argv) {
     std::string ckpt, out, fresh_init, change_to;
     std::string prompt = "ROMEO:\nBut soft, what light through yonder window breaks?";
     uint64_t seed = 14;
+    bool crop = false;
     app.add_option("--ckpt", ckpt, "the checkpoint (its config and vocabulary; its weights unless --fresh_init)")
         ->required();
     app.add_option("--prompt", prompt, "the text to run (at most block_size characters)")->capture_default_str();
+    app.add_flag("--crop", crop, "a longer prompt keeps its last block_size characters (as sample's context)");
     app.add_option("--change_to", change_to, "the character the last one is changed to for delta_logits "
                                              "(default: the token V/2 ids away)");
     app.add_option("--fresh_init", fresh_init, "ignore the checkpoint's weights: draw new ones with this init "
@@ -55,9 +60,14 @@ int main(int argc, char** argv) {
         if (!fresh_init.empty()) c.init = parse_init(fresh_init);
         const Tokenizer tok = Tokenizer::from_vocab(ck.vocab);
         std::vector<int> ids = tok.encode(prompt);
+        if (crop && int(ids.size()) > c.block_size) {
+            ids.erase(ids.begin(), ids.end() - c.block_size);
+            prompt = tok.decode(ids.data(), ids.size());
+        }
         const int T = int(ids.size()), V = c.vocab_size, L = c.n_layer, NH = c.n_head;
-        check(T >= 1 && T <= c.block_size, "the prompt has {} characters; it must have 1 to block_size = {}", T,
-              c.block_size);
+        check(T >= 1 && T <= c.block_size,
+              "the prompt has {} characters; it must have 1 to block_size = {} (--crop keeps the last {})", T,
+              c.block_size, c.block_size);
         int changed_id = (ids[T - 1] + V / 2) % V;
         if (!change_to.empty()) {
             const std::vector<int> to = tok.encode(change_to);

@@ -139,10 +139,20 @@ int main(int argc, char** argv) {
             else gpt_init(m, seed);
             const std::string source = ckpt.empty() ? fmt::format("init {}, seed {}", to_string(c.init), seed)
                                                      : fmt::format("checkpoint {}", ckpt);
-            const char* sep = "";
-            if (norms) print_residual_norms(m, T, source), sep = "\n";
-            if (causality) fmt::print("{}", sep), print_causality(m, T, source), sep = "\n";
-            if (circuits) fmt::print("{}", sep), print_circuits(m, source);
+            const char* sep = "";  // a blank line between two reports
+            if (norms) {
+                print_residual_norms(m, T, source);
+                sep = "\n";
+            }
+            if (causality) {
+                fmt::print("{}", sep);
+                print_causality(m, T, source);
+                sep = "\n";
+            }
+            if (circuits) {
+                fmt::print("{}", sep);
+                print_circuits(m, source);
+            }
             return 0;
         }
         if (T == 0) T = c.block_size;

@@ -7,7 +7,9 @@
 //
 // Prints a line per log_interval and train/val losses per eval_interval; writes
 // out_dir/ckpt.safetensors (atomically) and out_dir/log.csv. Ctrl-C finishes the step, saves,
-// and exits; a non-finite loss stops without touching the last good checkpoint.
+// and exits; a non-finite loss stops without touching the last good checkpoint. When to do
+// each of these is lib/train_loop.h's; this program reads the flags, sets the run up, and
+// prints what the run reports.
 //
 // Under mpirun (an MPI build, see lib/dist.h) every rank runs this same loop in lockstep; rank 0
 // alone prints, logs and writes checkpoints. An error on any rank ends the whole job at once
@@ -18,20 +20,22 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "apps/flags.h"
+#include "lib/batch_threads.h"
 #include "lib/data.h"
 #include "lib/dist.h"
 #include "lib/evaluate.h"
 #include "lib/kernels/simd.h"
-#include "lib/trainer.h"
+#include "lib/train_loop.h"
 
 using namespace hg;
 namespace fs = std::filesystem;
@@ -39,279 +43,266 @@ namespace fs = std::filesystem;
 static std::atomic<bool> g_interrupted{false};
 static void on_sigint(int) { g_interrupted = true; }
 
-static double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+// How a plan reads (the first and each re-plan), with the flags that rerun it without a clock.
+static void print_plan(const TrainConfig& c, const std::string& what) {
+    fmt::print("{}: {} iterations planned, warmup {}, {} to min_lr at {} ({} reproduces this plan bit for bit)\n",
+               what, c.max_iters, c.schedule.warmup_iters, to_string(c.schedule.decay), c.max_iters,
+               replay_flags(c, c.max_iters));
+}
+
+// Tokens of one iteration, over every rank and micro-batch.
+static int tokens_per_iter(const Trainer& t) {
+    return t.dist.size * t.cfg.batch_size * t.cfg.gradient_accumulation_steps * t.model.config.block_size;
+}
+
+// The run's reports as lines on stdout and rows in log.csv (the other ranks' go to /dev/null).
+struct Printer : RunObserver {
+    const Trainer& trainer;
+    FILE* csv;
+    std::string ckpt_path;
+    Printer(const Trainer& t, FILE* f, std::string path) : trainer(t), csv(f), ckpt_path(std::move(path)) {}
+
+    void replanned(const Replanned& r) override {
+        const std::string when = r.end_of_warmup ? std::string("end of warmup")
+                                                 : fmt::format("plan {:.0f} %", 100 * r.used / trainer.cfg.time_budget);
+        print_plan(trainer.cfg, fmt::format("{}: {:.1f} s used, steps take {:.1f} ms now", when, r.used,
+                                            1000 * r.step_seconds));
+    }
+    void evaluated(int iter, double train_loss, double val_loss) override {
+        fmt::print("step {}: train loss {:.4f}, val loss {:.4f}\n", iter, train_loss, val_loss);
+        std::fprintf(csv, "eval,%d,%.6f,%.6f,,,\n", iter, train_loss, val_loss);
+        std::fflush(csv);
+    }
+    void saved(int) override { fmt::print("saved checkpoint to {}\n", ckpt_path); }
+    void interrupted(int iter) override {
+        fmt::print("interrupted: saved checkpoint at iter {} to {}\n", iter, ckpt_path);
+    }
+    void logged(int iter, const StepResult& r, double ms) override {
+        const double tok_s = tokens_per_iter(trainer) / (ms / 1000);
+        const double eta = ms / 1000 * (trainer.cfg.max_iters - iter - 1);
+        fmt::print("iter {}: loss {:.4f}, lr {:.2e}, norm {:.3f}, {:.1f} ms/iter, {:.0f} tok/s, ETA {:.0f} s\n", iter,
+                   r.loss, r.lr, r.grad_norm, ms, tok_s, eta);
+        std::fprintf(csv, "train,%d,%.6f,,%.6g,%.3f,%.0f\n", iter, r.loss, r.lr, ms, tok_s);
+    }
+};
+
+// train's own flags, on top of the model's (flags.h), and the training config they give.
+struct TrainFlags {
+    TrainConfig tc, preset_tc;  // a preset sets the training defaults too (train_preset)
+    std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
+    std::string batch_threads = "auto", lr_decay, lr_replans;
+    int threads = 0;
+    bool always_save_checkpoint = true;
+    CLI::Option *o_decay, *o_min_lr, *o_max_iters, *o_budget, *o_warmup;
+
+    explicit TrainFlags(const std::string& preset) : tc(train_preset(preset)), preset_tc(tc) {
+        lr_decay = to_string(tc.schedule.decay);
+    }
+    void add(CLI::App& app) {
+        o_decay = app.add_option("--lr_decay_iters", tc.schedule.lr_decay_iters, "default: max_iters");
+        o_min_lr = app.add_option("--min_lr", tc.schedule.min_lr, "default: learning_rate / 10");
+        app.add_option("--batch_size", tc.batch_size)->capture_default_str();
+        app.add_option("--gradient_accumulation_steps", tc.gradient_accumulation_steps)->capture_default_str();
+        app.add_option("--batch_threads", batch_threads,
+                       "R threads that each take batch_size / R rows with a replica of the model (1: all threads "
+                       "work on every layer; auto: the faster of the two, timed at start-up)")->capture_default_str();
+        o_max_iters = app.add_option("--max_iters", tc.max_iters)->capture_default_str();
+        o_budget = app.add_option("--time_budget", tc.time_budget,
+                                  "seconds of training (evaluation excluded) over which the lr schedule "
+                                  "is laid; 0: train max_iters")->capture_default_str();
+        app.add_option("--learning_rate", tc.schedule.learning_rate)->capture_default_str();
+        o_warmup = app.add_option("--warmup_iters", tc.schedule.warmup_iters)->capture_default_str();
+        app.add_option("--decay_lr", tc.schedule.decay_lr)->capture_default_str();
+        app.add_option("--lr_decay", lr_decay, "the decay's shape: cosine (nanoGPT's) | linear")->capture_default_str();
+        app.add_option("--lr_replans", lr_replans, "ITER:END,...: from ITER on the decay ends at END (a time-budgeted "
+                       "run prints these to replay it without the clock)");
+        app.add_option("--beta1", tc.adamw.beta1)->capture_default_str();
+        app.add_option("--beta2", tc.adamw.beta2)->capture_default_str();
+        app.add_option("--weight_decay", tc.adamw.weight_decay)->capture_default_str();
+        app.add_option("--eps", tc.adamw.eps, "AdamW's epsilon")->capture_default_str();
+        app.add_option("--grad_clip", tc.grad_clip, "0 disables")->capture_default_str();
+        app.add_option("--eval_interval", tc.eval_interval)->capture_default_str();
+        app.add_option("--eval_iters", tc.eval_iters)->capture_default_str();
+        app.add_option("--log_interval", tc.log_interval)->capture_default_str();
+        app.add_option("--seed", tc.seed)->capture_default_str();
+        app.add_option("--out_dir", out_dir)->capture_default_str();
+        app.add_option("--init_from", init_from, "scratch | resume")->capture_default_str();
+        app.add_option("--always_save_checkpoint", always_save_checkpoint,
+                       "save at every eval, not only on a new best val loss")->capture_default_str();
+        app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
+        app.add_option("--threads", threads,
+                       "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
+    }
+
+    // The training config, with nanoGPT's defaults: lr_decay_iters = max_iters, min_lr =
+    // learning_rate / 10 (a preset may set another ratio). An explicit --max_iters turns a
+    // preset's time budget off, and a preset's warmup is cut to fit a shorter run. batch_threads
+    // is left at 1 for auto (choose_batch_threads decides once the model and data are known).
+    TrainConfig config() const {
+        TrainConfig c = tc;
+        c.schedule.decay = parse_lr_decay(lr_decay);
+        c.schedule.replans = parse_replans(lr_replans);
+        if (o_max_iters->count() && !o_budget->count()) c.time_budget = 0;
+        check(!(o_max_iters->count() && o_budget->count() && c.time_budget > 0),
+              "give --max_iters or --time_budget, not both (the budget decides the iterations)");
+        if (!o_decay->count()) c.schedule.lr_decay_iters = c.max_iters;
+        if (!o_warmup->count()) c.schedule.warmup_iters = std::min(c.schedule.warmup_iters, c.schedule.lr_decay_iters);
+        if (!o_min_lr->count())
+            c.schedule.min_lr = c.schedule.learning_rate * (preset_tc.schedule.min_lr / preset_tc.schedule.learning_rate);
+        check(c.time_budget == 0 || init_from == "scratch",
+              "--time_budget plans a fresh run; resume a budgeted run with the --max_iters=N "
+              "--lr_decay_iters=N --warmup_iters=W it printed");
+        check(init_from == "scratch" || init_from == "resume", "--init_from must be scratch or resume (got '{}')", init_from);
+        check(threads >= 0, "--threads must be >= 0, 0 for the default (got {})", threads);
+        if (parse_batch_threads(batch_threads) > 0) c.batch_threads = parse_batch_threads(batch_threads);
+        c.validate();
+        return c;
+    }
+};
+
+// What a run trains on: the model's config, the tokens, and for a resumed run its checkpoint.
+struct RunData {
+    std::optional<Checkpoint> ck;
+    GPTConfig config;
+    std::vector<int> ids;
+    Split split;
+    std::vector<std::string> vocab;
+};
+
+static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const std::string& ckpt_path) {
+    const std::string text = read_text_file(f.data);
+    RunData d;
+    Tokenizer tok;
+    if (f.init_from == "scratch") {
+        d.config = model.config();
+        tok = Tokenizer::from_text(text);
+        if (model.o_vocab->count())
+            check(d.config.vocab_size == tok.size(), "--vocab_size={} but {} has {} distinct characters",
+                  d.config.vocab_size, f.data, tok.size());
+        d.config.vocab_size = tok.size();
+        d.config.validate();
+    } else {
+        d.ck.emplace(Checkpoint::load(ckpt_path));
+        d.config = d.ck->config;
+        tok = Tokenizer::from_vocab(d.ck->vocab);
+    }
+    d.ids = tok.encode(text);
+    d.split = split_train_val(d.ids);
+    d.vocab = tok.vocab;
+    // Both splits must hold at least one window before any time is spent.
+    const int T = d.config.block_size;
+    check(d.split.train.size() > size_t(T) && d.split.val.size() > size_t(T),
+          "{}: the train/val splits have {} and {} tokens; block_size {} needs at least {} in each", f.data,
+          d.split.train.size(), d.split.val.size(), T, T + 1);
+    return d;
+}
+
+static void print_header(const Trainer& trainer, const RunData& d, int threads,
+                         const std::optional<BatchThreadsChoice>& choice) {
+    const GPTConfig& c = trainer.model.config;
+    const TrainConfig& tc = trainer.cfg;
+    const Dist& dist = trainer.dist;
+    fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, GELU {}, dropout {})\n",
+               trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
+               to_string(c.bias), c.tie_weights ? "tied" : "untied", to_string(c.gelu), c.dropout);
+    fmt::print("data: {} tokens ({} train, {} val); {} tokens per iteration\n", d.ids.size(), d.split.train.size(),
+               d.split.val.size(), tokens_per_iter(trainer));
+    fmt::print("threads: {}{}, SIMD: {}\n", threads,
+               tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",
+                                                  tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
+               simd_current_target());
+    if (choice) fmt::print("batch threads: {} (auto: {})\n", choice->batch_threads, choice->why);
+    if (dist.size > 1)
+        fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",
+                   dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
+                   dist.size, tc.batch_size, tc.gradient_accumulation_steps);
+}
+
+static void print_summary(Trainer& trainer, const RunResult& run, const BudgetPlan& plan, const RunData& d) {
+    const TrainConfig& tc = trainer.cfg;
+    const int iters = trainer.progress.iter_num - run.first_iter;
+    if (run.clock_stopped)
+        fmt::print("the time budget ran out at iter {} of the {} planned\n", trainer.progress.iter_num, tc.max_iters);
+    if (tc.time_budget > 0) fmt::print("replay without the clock: {}\n", replay_flags(tc, trainer.progress.iter_num));
+    if (tc.time_budget > 0 && iters > 0)
+        fmt::print("steps took {:.1f} ms each on average (planned for {:.1f})\n",
+                   1000 * (run.train_seconds - plan.spent) / iters, 1000 * plan.step_seconds);
+    fmt::print("done: {} iterations in {:.1f} s ({:.1f} s of training, {:.1f} s evaluating and saving)\n", iters,
+               run.wall_seconds, run.train_seconds, run.eval_seconds);
+    if (tc.time_budget > 0) {  // the number a budgeted run is judged by: build/eval's, on the whole val split
+        const double t0 = steady_seconds();
+        const WindowLoss w = windowed_loss(trainer.model, d.split.val);
+        fmt::print("whole val split: loss {:.4f} nats/char over {} tokens ({} windows of {}; {:.1f} s)\n", w.loss,
+                   w.tokens, w.windows, w.T, steady_seconds() - t0);
+    }
+    if (trainer.dist.size > 1)
+        fmt::print("allreduce: {:.2f} s on rank 0 ({} floats = {:.1f} MB per step)\n", trainer.comm_seconds,
+                   trainer.model.num_parameters, 4e-6 * double(trainer.model.num_parameters));
 }
 
 int main(int argc, char** argv) {
     CLI::App app{"handgrad train: train a GPT on a text file (nanoGPT's flags)"};
     ModelFlags model;
     model.add(app);
-    // A preset sets the training defaults too (train_preset): read --preset before the rest.
-    TrainConfig tc = train_preset(preset_in_args(argc, argv));
-    const TrainConfig preset_tc = tc;
-    std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
-    int threads = 0;
-    bool always_save_checkpoint = true;
-    CLI::Option* o_decay = app.add_option("--lr_decay_iters", tc.schedule.lr_decay_iters, "default: max_iters");
-    CLI::Option* o_min_lr = app.add_option("--min_lr", tc.schedule.min_lr, "default: learning_rate / 10");
-    app.add_option("--batch_size", tc.batch_size)->capture_default_str();
-    app.add_option("--gradient_accumulation_steps", tc.gradient_accumulation_steps)->capture_default_str();
-    app.add_option("--batch_threads", tc.batch_threads,
-                   "threads that each take batch_size / batch_threads rows, one model replica each (1: all "
-                   "threads work on every layer)")->capture_default_str();
-    CLI::Option* o_max_iters = app.add_option("--max_iters", tc.max_iters)->capture_default_str();
-    CLI::Option* o_budget = app.add_option("--time_budget", tc.time_budget,
-                                           "seconds of training (evaluation excluded) over which the lr schedule "
-                                           "is laid; 0: train max_iters")->capture_default_str();
-    app.add_option("--learning_rate", tc.schedule.learning_rate)->capture_default_str();
-    CLI::Option* o_warmup = app.add_option("--warmup_iters", tc.schedule.warmup_iters)->capture_default_str();
-    app.add_option("--decay_lr", tc.schedule.decay_lr)->capture_default_str();
-    std::string lr_decay = to_string(tc.schedule.decay), lr_replans;
-    app.add_option("--lr_decay", lr_decay, "the decay's shape: cosine (nanoGPT's) | linear")->capture_default_str();
-    app.add_option("--lr_replans", lr_replans, "ITER:END,...: from ITER on the decay ends at END (a time-budgeted "
-                   "run prints these to replay it without the clock)");
-    app.add_option("--beta1", tc.adamw.beta1)->capture_default_str();
-    app.add_option("--beta2", tc.adamw.beta2)->capture_default_str();
-    app.add_option("--weight_decay", tc.adamw.weight_decay)->capture_default_str();
-    app.add_option("--eps", tc.adamw.eps, "AdamW's epsilon")->capture_default_str();
-    app.add_option("--grad_clip", tc.grad_clip, "0 disables")->capture_default_str();
-    app.add_option("--eval_interval", tc.eval_interval)->capture_default_str();
-    app.add_option("--eval_iters", tc.eval_iters)->capture_default_str();
-    app.add_option("--log_interval", tc.log_interval)->capture_default_str();
-    app.add_option("--seed", tc.seed)->capture_default_str();
-    app.add_option("--out_dir", out_dir)->capture_default_str();
-    app.add_option("--init_from", init_from, "scratch | resume")->capture_default_str();
-    app.add_option("--always_save_checkpoint", always_save_checkpoint, "save at every eval, not only on a new best val loss")
-        ->capture_default_str();
-    app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
-    app.add_option("--threads", threads,
-                   "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
+    TrainFlags flags(preset_in_args(argc, argv));  // --preset first: the other defaults depend on it
+    flags.add(app);
 
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear at once, even in a log file
     Dist dist;
     auto train_main = [&]() -> int {
         // Every rank runs all of this in lockstep; only rank 0 speaks (its stdout, its log.csv).
         if (dist.rank != 0) check(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence rank {}", dist.rank);
-        // nanoGPT's defaults: lr_decay_iters = max_iters, min_lr = learning_rate / 10 (a preset may
-        // set another ratio). An explicit --max_iters turns a preset's time budget off, and a
-        // preset's warmup is cut to fit a shorter run.
-        tc.schedule.decay = parse_lr_decay(lr_decay);
-        tc.schedule.replans = parse_replans(lr_replans);
-        if (o_max_iters->count() && !o_budget->count()) tc.time_budget = 0;
-        check(!(o_max_iters->count() && o_budget->count() && tc.time_budget > 0),
-              "give --max_iters or --time_budget, not both (the budget decides the iterations)");
-        if (!o_decay->count()) tc.schedule.lr_decay_iters = tc.max_iters;
-        if (!o_warmup->count()) tc.schedule.warmup_iters = std::min(tc.schedule.warmup_iters, tc.schedule.lr_decay_iters);
-        if (!o_min_lr->count())
-            tc.schedule.min_lr = tc.schedule.learning_rate * (preset_tc.schedule.min_lr / preset_tc.schedule.learning_rate);
-        check(tc.time_budget == 0 || init_from == "scratch",
-              "--time_budget plans a fresh run; resume a budgeted run with the --max_iters=N "
-              "--lr_decay_iters=N --warmup_iters=W it printed");
-        check(init_from == "scratch" || init_from == "resume", "--init_from must be scratch or resume (got '{}')", init_from);
-        check(threads >= 0, "--threads must be positive (got {})", threads);
+        TrainConfig tc = flags.config();
         // N ranks on one host share its cores: by default each takes cores / N threads.
+        int threads = flags.threads;
         if (threads == 0 && dist.local_size > 1 && !std::getenv("OMP_NUM_THREADS"))
             threads = std::max(1, int(std::thread::hardware_concurrency()) / dist.local_size);
         if (threads > 0) omp_set_num_threads(threads);
         threads = omp_get_max_threads();
         openblas_set_num_threads(threads);
-        tc.validate();
 
-        const std::string text = read_text_file(data);
-        const std::string ckpt_path = (fs::path(out_dir) / "ckpt.safetensors").string();
+        const std::string ckpt_path = (fs::path(flags.out_dir) / "ckpt.safetensors").string();
+        const RunData d = load_run_data(flags, model, ckpt_path);
+        std::optional<BatchThreadsChoice> choice;
+        if (parse_batch_threads(flags.batch_threads) == 0) {
+            choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.ck ? &*d.ck : nullptr);
+            tc.batch_threads = choice->batch_threads;
+        }
         Trainer trainer;
         trainer.dist = dist;
-        std::vector<int> ids;
-        Split split;
-        if (init_from == "scratch") {
-            GPTConfig config = model.config();
-            Tokenizer tok = Tokenizer::from_text(text);
-            if (model.o_vocab->count())
-                check(config.vocab_size == tok.size(), "--vocab_size={} but {} has {} distinct characters",
-                      config.vocab_size, data, tok.size());
-            config.vocab_size = tok.size();
-            config.validate();
-            ids = tok.encode(text);
-            split = split_train_val(ids);
-            trainer.start(config, tc, tok.vocab, split.train, split.val);
-        } else {
-            Checkpoint ck = Checkpoint::load(ckpt_path);
-            Tokenizer tok = Tokenizer::from_vocab(ck.vocab);
-            ids = tok.encode(text);
-            split = split_train_val(ids);
-            trainer.resume(ck, tc, split.train, split.val);
+        if (d.ck) {
+            trainer.resume(*d.ck, tc, d.split.train, d.split.val);
             fmt::print("resuming from {} at iter {}\n", ckpt_path, trainer.progress.iter_num);
+        } else {
+            trainer.start(d.config, tc, d.vocab, d.split.train, d.split.val);
         }
-        // Both splits must hold at least one window before any time is spent.
-        check(split.train.size() > size_t(trainer.model.config.block_size) &&
-                  split.val.size() > size_t(trainer.model.config.block_size),
-              "{}: the train/val splits have {} and {} tokens; block_size {} needs at least {} in each", data,
-              split.train.size(), split.val.size(), trainer.model.config.block_size,
-              trainer.model.config.block_size + 1);
-        const GPTConfig& c = trainer.model.config;
-        const int tokens_per_iter = dist.size * tc.batch_size * tc.gradient_accumulation_steps * c.block_size;
-        fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, GELU {}, dropout {})\n",
-                   trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
-                   to_string(c.bias), c.tie_weights ? "tied" : "untied", to_string(c.gelu), c.dropout);
-        fmt::print("data: {} tokens ({} train, {} val); {} tokens per iteration\n", ids.size(), split.train.size(),
-                   split.val.size(), tokens_per_iter);
-        fmt::print("threads: {}{}, SIMD: {}\n", threads,
-                   tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",
-                                                      tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
-                   simd_current_target());
-        if (dist.size > 1)
-            fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",
-                       dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
-                       dist.size, tc.batch_size, tc.gradient_accumulation_steps);
-
-        // How a plan reads, and the flags that rerun `iters` iterations of it without a clock.
-        auto replay_flags = [&](int iters) {
-            const std::string replans = to_string(tc.schedule.replans);
-            return fmt::format("--max_iters={} --lr_decay_iters={} --warmup_iters={}{} --time_budget=0", iters,
-                               tc.schedule.lr_decay_iters, tc.schedule.warmup_iters,
-                               replans.empty() ? "" : " --lr_replans=" + replans);
-        };
-        auto print_plan = [&](const std::string& what) {
-            fmt::print("{}: {} iterations planned, warmup {}, {} to min_lr at {} ({} reproduces this plan bit for "
-                       "bit)\n", what, tc.max_iters, tc.schedule.warmup_iters, to_string(tc.schedule.decay),
-                       tc.max_iters, replay_flags(tc.max_iters));
-        };
+        print_header(trainer, d, threads, choice);
         BudgetPlan plan;
-        double step_estimate = 0;  // seconds per step: the plan's, then the end of warmup's
-        if (tc.time_budget > 0) {
+        if (trainer.cfg.time_budget > 0) {
             plan = trainer.plan_time_budget();
-            tc = trainer.cfg;
-            step_estimate = plan.step_seconds;
-            print_plan(fmt::format("time budget {:.0f} s of training; a step takes {:.1f} ms (median of {}, timing "
-                                   "took {:.1f} s)", tc.time_budget, 1000 * plan.step_seconds, plan.timed_steps,
-                                   plan.spent));
+            print_plan(trainer.cfg, fmt::format("time budget {:.0f} s of training; a step takes {:.1f} ms (median of "
+                                                "{}, timing took {:.1f} s)", trainer.cfg.time_budget,
+                                                1000 * plan.step_seconds, plan.timed_steps, plan.spent));
         }
-        auto train_config_json = [&] {
-            return nlohmann::json{{"batch_size", tc.batch_size}, {"batch_threads", tc.batch_threads},
-                                 {"gradient_accumulation_steps", tc.gradient_accumulation_steps},
-                                 {"max_iters", tc.max_iters}, {"learning_rate", tc.schedule.learning_rate},
-                                 {"min_lr", tc.schedule.min_lr}, {"warmup_iters", tc.schedule.warmup_iters},
-                                 {"lr_decay_iters", tc.schedule.lr_decay_iters}, {"lr_decay", to_string(tc.schedule.decay)},
-                                 {"lr_replans", to_string(tc.schedule.replans)},
-                                 {"beta1", tc.adamw.beta1},
-                                 {"beta2", tc.adamw.beta2}, {"weight_decay", tc.adamw.weight_decay},
-                                 {"grad_clip", tc.grad_clip}, {"seed", tc.seed}, {"time_budget", tc.time_budget},
-                                 {"data", data}, {"threads", threads}, {"world_size", dist.size}}.dump();
-        };
-        trainer.progress.train_config = train_config_json();
+        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size}}.dump();
 
-        fs::create_directories(out_dir);
-        const std::string csv_path = (fs::path(out_dir) / "log.csv").string();
-        const bool new_csv = init_from == "scratch" || !fs::exists(csv_path);
-        FILE* csv = std::fopen(dist.rank == 0 ? csv_path.c_str() : "/dev/null", new_csv ? "w" : "a");
+        fs::create_directories(flags.out_dir);
+        const std::string csv_path = (fs::path(flags.out_dir) / "log.csv").string();
+        const bool new_csv = flags.init_from == "scratch" || !fs::exists(csv_path);
+        std::unique_ptr<FILE, int (*)(FILE*)> csv(std::fopen(dist.rank == 0 ? csv_path.c_str() : "/dev/null",
+                                                             new_csv ? "w" : "a"), std::fclose);
         check(csv != nullptr, "cannot write {}", csv_path);
-        if (new_csv) std::fprintf(csv, "kind,iter,loss,val_loss,lr,ms_per_iter,tokens_per_s\n");
+        if (new_csv) std::fprintf(csv.get(), "kind,iter,loss,val_loss,lr,ms_per_iter,tokens_per_s\n");
         std::signal(SIGINT, on_sigint);
 
-        // The budget counts training only: the clock time since the start, less evaluation and
-        // saving, plus the planning steps. The run stops before a step that would overrun it.
-        double t_last = now_seconds(), t_start = t_last, eval_seconds = 0;
-        int iters_since_log = 0, first_iter = trainer.progress.iter_num;
-        bool clock_stopped = false;
-        auto train_seconds = [&] { return plan.spent + now_seconds() - t_start - eval_seconds; };
-        // A budgeted run plans again at the end of a warmup of at least 20 steps, from the time
-        // of its second half (steps settle after the first few dozen); then each time another
-        // tenth of the budget is used, from the steps since the last plan (a machine's speed
-        // can drift by 10-20 % within minutes; a run cut short of its plan would miss the end
-        // of its decay, the steps that lower the loss most).
-        const int replan_at = tc.time_budget > 0 && tc.schedule.warmup_iters >= 20 ? tc.schedule.warmup_iters : -1;
-        double replan_t0 = 0, next_replan = 0;  // seconds of training
-        int replan_iter0 = 0;
-        auto replan = [&](const std::string& when, double used, double step_s) {
-            used = dist_mean(dist, used);  // every rank then sets the same next_replan
-            trainer.replan_time_budget(tc.time_budget - used, step_s);
-            tc = trainer.cfg;
-            step_estimate = step_s;
-            trainer.progress.train_config = train_config_json();
-            print_plan(fmt::format("{}: {:.1f} s used, steps take {:.1f} ms now", when, used, 1000 * step_s));
-            replan_t0 = used, replan_iter0 = trainer.progress.iter_num;
-            next_replan = (std::floor(10 * used / tc.time_budget) + 1) * tc.time_budget / 10;
-        };
-        if (tc.time_budget > 0) next_replan = replan_at > 0 ? 1e300 : tc.time_budget / 10, replan_t0 = plan.spent;
-        while (true) {
-            const int iter = trainer.progress.iter_num;
-            if (iter == replan_at / 2 && replan_at > 0) replan_t0 = train_seconds(), replan_iter0 = iter;
-            if (iter == replan_at && replan_at > 0) {
-                const double used = train_seconds();
-                replan("end of warmup", used, (used - replan_t0) / (iter - replan_iter0));
-            } else if (tc.time_budget > 0 && iter > replan_iter0 && iter < tc.max_iters &&
-                       next_replan < 0.95 * tc.time_budget && dist_any(dist, train_seconds() >= next_replan)) {
-                const double used = train_seconds();
-                replan(fmt::format("plan {:.0f} %", 100 * used / tc.time_budget), used,
-                       (used - replan_t0) / (iter - replan_iter0));
-            }
-            if (tc.time_budget > 0 && iter < tc.max_iters)
-                clock_stopped = dist_any(dist, train_seconds() + step_estimate > tc.time_budget);
-            const bool last = iter >= tc.max_iters || clock_stopped;
-            if (iter % tc.eval_interval == 0 || last) {
-                const double t0 = now_seconds();
-                const double train_loss = trainer.estimate_loss(split.train);
-                const double val_loss = trainer.estimate_loss(split.val);
-                check(trainer.ranks_agree(), "the ranks' weights differ at iter {}: the MPI sum is not "
-                      "identical on every rank", iter);
-                fmt::print("step {}: train loss {:.4f}, val loss {:.4f}\n", iter, train_loss, val_loss);
-                std::fprintf(csv, "eval,%d,%.6f,%.6f,,,\n", iter, train_loss, val_loss);
-                std::fflush(csv);
-                const bool best = val_loss < trainer.progress.best_val_loss;
-                if (best) trainer.progress.best_val_loss = val_loss;
-                if (iter > first_iter && (best || always_save_checkpoint || last)) {
-                    trainer.save(ckpt_path);
-                    fmt::print("saved checkpoint to {}\n", ckpt_path);
-                }
-                t_last = now_seconds();
-                eval_seconds += t_last - t0;
-            }
-            if (last) break;
-            if (dist_any(dist, g_interrupted)) {  // every rank stops at the same step
-                trainer.save(ckpt_path);
-                fmt::print("interrupted: saved checkpoint at iter {} to {}\n", iter, ckpt_path);
-                break;
-            }
-            const StepResult r = trainer.step();
-            if (!std::isfinite(r.loss)) {
-                std::fclose(csv);
-                fail("loss is {} at iter {}: stopping; the last good checkpoint ({}) is untouched", r.loss, iter,
-                     ckpt_path);
-            }
-            iters_since_log++;
-            if ((iter + 1) % tc.log_interval == 0 || iter + 1 == tc.max_iters) {
-                const double t = now_seconds();
-                const double ms = 1000 * (t - t_last) / iters_since_log;
-                const double tok_s = tokens_per_iter / (ms / 1000);
-                const double eta = ms / 1000 * (tc.max_iters - iter - 1);
-                fmt::print("iter {}: loss {:.4f}, lr {:.2e}, norm {:.3f}, {:.1f} ms/iter, {:.0f} tok/s, ETA {:.0f} s\n",
-                           iter, r.loss, r.lr, r.grad_norm, ms, tok_s, eta);
-                std::fprintf(csv, "train,%d,%.6f,,%.6g,%.3f,%.0f\n", iter, r.loss, r.lr, ms, tok_s);
-                t_last = t, iters_since_log = 0;
-            }
-        }
-        std::fclose(csv);
-        if (clock_stopped)
-            fmt::print("the time budget ran out at iter {} of the {} planned\n", trainer.progress.iter_num, tc.max_iters);
-        if (tc.time_budget > 0)
-            fmt::print("replay without the clock: {}\n", replay_flags(trainer.progress.iter_num));
-        if (tc.time_budget > 0 && trainer.progress.iter_num > first_iter)
-            fmt::print("steps took {:.1f} ms each on average (planned for {:.1f})\n",
-                       1000 * (train_seconds() - plan.spent) / (trainer.progress.iter_num - first_iter),
-                       1000 * plan.step_seconds);
-        fmt::print("done: {} iterations in {:.1f} s ({:.1f} s of training, {:.1f} s evaluating and saving)\n",
-                   trainer.progress.iter_num - first_iter, now_seconds() - t_start + plan.spent, train_seconds(),
-                   eval_seconds);
-        if (tc.time_budget > 0) {  // the number a budgeted run is judged by: build/eval's, on the whole val split
-            const double t0 = now_seconds();
-            const WindowLoss w = windowed_loss(trainer.model, split.val);
-            fmt::print("whole val split: loss {:.4f} nats/char over {} tokens ({} windows of {}; {:.1f} s)\n", w.loss,
-                       w.tokens, w.windows, w.T, now_seconds() - t0);
-        }
-        if (dist.size > 1)
-            fmt::print("allreduce: {:.2f} s on rank 0 ({} floats = {:.1f} MB per step)\n", trainer.comm_seconds,
-                       trainer.model.num_parameters, 4e-6 * double(trainer.model.num_parameters));
+        RunSettings settings;
+        settings.ckpt_path = ckpt_path;
+        settings.always_save_checkpoint = flags.always_save_checkpoint;
+        settings.interrupted = [] { return g_interrupted.load(); };
+        Printer printer(trainer, csv.get(), ckpt_path);
+        const RunResult run = run_training(trainer, plan, settings, printer);
+        csv.reset();
+        print_summary(trainer, run, plan, d);
         return 0;
     };
     return run_app(app, argc, argv, [&] {

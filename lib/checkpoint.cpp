@@ -40,7 +40,8 @@ GPTConfig config_from_json(const std::string& text) {
     get("tie_weights", c.tie_weights);
     std::string s;
     if (j.contains("bias_layout")) {
-        get("bias_layout", s), c.bias = parse_bias_layout(s);
+        get("bias_layout", s);
+        c.bias = parse_bias_layout(s);
     } else {  // nanoGPT's two switches
         bool bias = true, qkv_bias = true;
         get("bias", bias);
@@ -48,9 +49,18 @@ GPTConfig config_from_json(const std::string& text) {
         c.bias = !bias ? BiasLayout::None : qkv_bias ? BiasLayout::GPT2 : BiasLayout::Course;
     }
     c.pos = PosEncoding::Learned, c.gelu = GeluKind::Erf, c.init = InitScheme::GPT2;
-    if (j.contains("pos_encoding")) get("pos_encoding", s), c.pos = parse_pos_encoding(s);
-    if (j.contains("gelu")) get("gelu", s), c.gelu = parse_gelu(s);
-    if (j.contains("init")) get("init", s), c.init = parse_init(s);
+    if (j.contains("pos_encoding")) {
+        get("pos_encoding", s);
+        c.pos = parse_pos_encoding(s);
+    }
+    if (j.contains("gelu")) {
+        get("gelu", s);
+        c.gelu = parse_gelu(s);
+    }
+    if (j.contains("init")) {
+        get("init", s);
+        c.init = parse_init(s);
+    }
     c.validate();
     return c;
 }

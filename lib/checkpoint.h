@@ -9,7 +9,8 @@
 //                  qkv_bias, bias_layout, tie_weights, pos_encoding, gelu, init
 //   vocab          JSON array of the token strings, in id order
 //   iter_num, best_val_loss
-//   and for resuming: adam_step, rng_batch (the batch sampler's state), train_config (JSON),
+//   and for resuming: adam_step, rng_batch (the batch sampler's state), train_config (JSON:
+//   the TrainConfig, train_config.h, with the app's settings beside it),
 //   world_size (the number of MPI ranks; absent = 1)
 // AdamW's moments are tensors optim.m.<name> and optim.v.<name>, one pair per parameter.
 // Everything is in one file so that one atomic rename replaces all of it at once.
@@ -29,7 +30,8 @@ struct TrainProgress {
     double best_val_loss = 1e9;
     int adam_step = 0;             // AdamW steps taken (bias correction)
     uint64_t rng_batch = 0;        // the batch sampler's Rng state
-    std::string train_config;      // the training flags, JSON (informational, and checked on resume)
+    std::string train_config;      // the training config, JSON (train_config.h): informational, but for the
+                                   // batch_threads that --batch_threads=auto resumes with
     int world_size = 1;            // the number of ranks (processes) that trained it; resume needs as many
 };
 

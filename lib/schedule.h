@@ -20,7 +20,7 @@
 // fixed-budget training (Bergsma et al. 2025, "Straight to Zero") found best when a model sees
 // many tokens per parameter, as the speedrun's does (~15).
 //
-// Re-plans (a time-budgeted run, lib/trainer.h): a run that finds its steps slower or faster
+// Re-plans (a time-budgeted run, lib/budget.h): a run that finds its steps slower or faster
 // than planned moves the end of its decay. A re-plan at iteration I to a new end E keeps the
 // ratio r_I reached at I and spreads the rest over [I, E]:
 //   ratio = r_I + (1 - r_I) · (iter - I) / (E - I)       for iter >= I (up to the next re-plan)

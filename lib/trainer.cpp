@@ -13,41 +13,6 @@
 
 namespace hg {
 
-void TrainConfig::validate() const {
-    check(batch_size >= 1, "batch_size must be positive (got {})", batch_size);
-    check(batch_threads >= 1 && batch_size % batch_threads == 0,
-          "batch_threads ({}) must be positive and divide batch_size ({})", batch_threads, batch_size);
-    check(gradient_accumulation_steps >= 1, "gradient_accumulation_steps must be positive (got {})",
-          gradient_accumulation_steps);
-    check(max_iters >= 0, "max_iters must be >= 0 (got {})", max_iters);
-    check(eval_interval >= 1, "eval_interval must be positive (got {})", eval_interval);
-    check(eval_iters >= 1, "eval_iters must be positive (got {})", eval_iters);
-    check(log_interval >= 1, "log_interval must be positive (got {})", log_interval);
-    check(std::isfinite(grad_clip) && grad_clip >= 0, "grad_clip must be >= 0 (got {})", grad_clip);
-    check(adamw.beta1 >= 0 && adamw.beta1 < 1, "beta1 must be in [0, 1) (got {})", adamw.beta1);
-    check(adamw.beta2 >= 0 && adamw.beta2 < 1, "beta2 must be in [0, 1) (got {})", adamw.beta2);
-    check(adamw.eps > 0, "eps must be positive (got {})", adamw.eps);
-    check(std::isfinite(adamw.weight_decay) && adamw.weight_decay >= 0, "weight_decay must be >= 0 (got {})",
-          adamw.weight_decay);
-    check(std::isfinite(time_budget) && time_budget >= 0, "time_budget must be >= 0 seconds (got {})", time_budget);
-    hg::validate(schedule);
-}
-
-TrainConfig train_preset(const std::string& name) {
-    TrainConfig t;  // the course: nanoGPT's README CPU recipe
-    if (name == "shakespeare-char") {  // nanoGPT's config/train_shakespeare_char.py
-        t.batch_size = 64, t.max_iters = 5000, t.eval_interval = 250, t.eval_iters = 200;
-        t.schedule = {1e-3, 1e-4, 100, 5000, true};
-    }
-    if (name == "speedrun") {  // found by tools/speedrun_search.py; see the README
-        t.batch_size = 16, t.max_iters = 6000, t.eval_interval = 1000, t.eval_iters = 10, t.log_interval = 100;
-        t.schedule = {3e-3, 0.0, 200, 6000, true, LrDecay::Linear};  // warmup, then straight down to 0
-        t.adamw.weight_decay = 0.3f;
-        t.time_budget = 600;
-    }
-    return t;
-}
-
 // This rank's B rows of a batch of N·B: the rows a single process drawing N·B rows from `rng`
 // would put at [rank·B, (rank+1)·B). sample_batch draws exactly one number per row (data.h),
 // so skipping rank·B draws before and (N-1-rank)·B after leaves every rank's stream in step.
@@ -62,11 +27,11 @@ static double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs f(s) for every thread shard s in [0, R): on R threads, one each, when R > 1. Inside, the
+// Runs f(s) for every batch thread s in [0, R): on R threads, one each, when R > 1. Inside, the
 // layers' own parallel loops and OpenBLAS run single-threaded (one threading layer per region).
-// An exception thrown by a shard is rethrown here, after the region (it must not leave it).
+// An exception thrown by one is rethrown here, after the region (it must not leave it).
 template <typename F>
-static void for_each_shard(int R, F f) {
+static void for_each_batch_thread(int R, F f) {
     if (R == 1) return f(0);
     std::exception_ptr error;
 #pragma omp parallel for num_threads(R) schedule(static, 1)
@@ -87,7 +52,7 @@ void Trainer::allocate(const GPTConfig& config) {
     replicas.clear();
     replicas.resize(cfg.batch_threads - 1);
     for (GPT<float>& replica : replicas) gpt_build(replica, config, rows, config.block_size, &model);
-    shard_loss.assign(cfg.batch_threads, 0.0);
+    thread_loss.assign(cfg.batch_threads, 0.0);
     m.allocate(model.num_parameters);
     v.allocate(model.num_parameters);
     spans.clear();
@@ -126,25 +91,27 @@ void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::
     batch_rng = Rng(progress.rng_batch);
 }
 
-StepResult Trainer::step() {
+double Trainer::accumulate_gradient() {
     const int B = cfg.batch_size, T = model.config.block_size, K = cfg.gradient_accumulation_steps;
     const int N = dist.size, R = cfg.batch_threads, rows = B / R;
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
-    StepResult r;
     if (model.profile) model.profile->restart();
-    for (int s = 0; s < R; s++) gpt_zero_grad(shard(s)), shard_loss[s] = 0;
+    for (int s = 0; s < R; s++) {
+        gpt_zero_grad(replica(s));
+        thread_loss[s] = 0;
+    }
     for (int k = 0; k < K; k++) {
         sample_rank_rows(idx, targets, *train_ids, B, T, batch_rng, dist, "train");
         if (model.profile) model.profile->tick(Work::Other, false);
         const uint64_t step_key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
-        for_each_shard(R, [&](int s) {
-            // thread s of rank r is rank r·R + s of N·R: its rows, and their own dropout masks
-            const uint64_t part = uint64_t(dist.rank) * R + s;
-            const uint64_t key = part > 0 ? mix64(step_key ^ part) : step_key;
+        for_each_batch_thread(R, [&](int s) {
+            // batch thread s of rank r is batch thread r·R + s of all N·R: its rows, its own dropout masks
+            const uint64_t thread = uint64_t(dist.rank) * R + s;
+            const uint64_t key = thread > 0 ? mix64(step_key ^ thread) : step_key;
             const size_t at = size_t(s) * rows * T;
-            shard_loss[s] += gpt_forward(shard(s), idx + at, targets + at, rows, T, ForwardMode{true, key}) / K;
-            gpt_backward(shard(s), 1.0f / (float(K) * N * R));  // the mean over N·R parts × K micro-batches
+            thread_loss[s] += gpt_forward(replica(s), idx + at, targets + at, rows, T, ForwardMode{true, key}) / K;
+            gpt_backward(replica(s), 1.0f / (float(K) * N * R));  // the mean over N·R batch threads × K micro-batches
         });
     }
     if (R > 1) {  // the replicas' gradients into the model's, in a fixed order (for R = 2: a + b, an MPI sum's bits)
@@ -152,18 +119,25 @@ StepResult Trainer::step() {
 #pragma omp parallel for schedule(static) num_threads(R)
         for (size_t i0 = 0; i0 < P; i0 += chunk)
             for (int s = 1; s < R; s++)
-                vec_acc(model.grads_memory.data() + i0, shard(s).grads_memory.data() + i0, std::min(chunk, P - i0));
+                vec_acc(model.grads_memory.data() + i0, replica(s).grads_memory.data() + i0, std::min(chunk, P - i0));
         if (model.profile) model.profile->tick(Work::Other, true);
     }
-    for (int s = 0; s < R; s++) r.loss += shard_loss[s];
-    r.loss /= R;
+    double loss = 0;
+    for (int s = 0; s < R; s++) loss += thread_loss[s];
+    loss /= R;
     if (N > 1) {  // the sum over ranks of the 1/(N·R·K)-scaled gradients: the mean over N·R·K
         const auto t0 = std::chrono::steady_clock::now();
         dist_sum(dist, model.grads_memory.data(), model.num_parameters);
-        r.loss = dist_mean(dist, r.loss);  // a non-finite loss on any rank stops every rank
+        loss = dist_mean(dist, loss);  // a non-finite loss on any rank stops every rank
         comm_seconds += seconds_since(t0);
         if (model.profile) model.profile->tick(Work::Other, true);
     }
+    return loss;
+}
+
+StepResult Trainer::step() {
+    StepResult r;
+    r.loss = accumulate_gradient();
     if (!std::isfinite(r.loss)) return r;  // the caller stops; the weights are not touched
     r.grad_norm = clip_grad_norm(model.grads_memory.data(), model.num_parameters, cfg.grad_clip);
     r.lr = lr_at(cfg.schedule, progress.iter_num);
@@ -211,12 +185,17 @@ BudgetPlan Trainer::plan_time_budget() {
     plan.step_seconds = dist_mean(dist, times[times.size() / 2]);
     plan.timed_steps = int(times.size());
     plan.spent = dist_mean(dist, seconds_since(t0));
+    apply_budget_plan(plan);
+    return plan;
+}
+
+void Trainer::apply_budget_plan(const BudgetPlan& plan) {
     const double iters = iters_that_fit(cfg.time_budget - plan.spent, plan.step_seconds);
     check(iters >= 1, "a time budget of {} s fits no training step: one takes {:.3f} s (and timing them took {:.3f} s)",
           cfg.time_budget, plan.step_seconds, plan.spent);
-    cfg.max_iters = cfg.schedule.lr_decay_iters = int(iters);
+    cfg.max_iters = int(iters);
+    cfg.schedule.lr_decay_iters = cfg.max_iters;
     cfg.schedule.warmup_iters = std::min(cfg.schedule.warmup_iters, cfg.max_iters);
-    return plan;
 }
 
 int Trainer::replan_time_budget(double seconds_left, double step_seconds) {
@@ -233,16 +212,16 @@ double Trainer::estimate_loss(const std::vector<int>& ids) {
     int* targets = idx + size_t(B) * T;
     Rng rng(mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) + 0x6576616cULL)));  // "eval"
     const int R = cfg.batch_threads, rows = B / R;
-    for (int s = 0; s < R; s++) shard_loss[s] = 0;
+    for (int s = 0; s < R; s++) thread_loss[s] = 0;
     for (int i = 0; i < cfg.eval_iters; i++) {
         sample_rank_rows(idx, targets, ids, B, T, rng, dist, &ids == val_ids ? "val" : "train");
-        for_each_shard(R, [&](int s) {
+        for_each_batch_thread(R, [&](int s) {
             const size_t at = size_t(s) * rows * T;
-            shard_loss[s] += gpt_forward(shard(s), idx + at, targets + at, rows, T);
+            thread_loss[s] += gpt_forward(replica(s), idx + at, targets + at, rows, T);
         });
     }
-    double mean = 0;  // each part's rows of N·R parts: the mean of the means
-    for (int s = 0; s < R; s++) mean += shard_loss[s] / cfg.eval_iters;
+    double mean = 0;  // the N·R batch threads have as many rows each: the mean of their means
+    for (int s = 0; s < R; s++) mean += thread_loss[s] / cfg.eval_iters;
     return dist_mean(dist, mean / R);
 }
 
@@ -251,11 +230,12 @@ void Trainer::save(const std::string& path) const {
     TrainProgress p = progress;
     p.world_size = dist.size;
     p.rng_batch = batch_rng.state;  // where the sampler stands now, even before the first step
+    p.train_config = train_config_to_json(cfg, run_info);  // the plan as it stands, re-plans included
     save_checkpoint(path, model, vocab, p, m.data(), v.data());
 }
 
 size_t Trainer::state_floats() const {
-    return model.num_parameters * (3 + replicas.size() + 1);  // params, m, v; a gradient per thread
+    return model.num_parameters * (3 + replicas.size() + 1);  // params, m, v; a gradient per replica
 }
 
 size_t Trainer::activation_floats() const {

@@ -1,14 +1,20 @@
 // A time-budgeted run (train --time_budget): the clock decides how many iterations are planned
 // and where training stops, and nothing else. So a budgeted run must be, bit for bit, the
-// --max_iters run it planned, cut at the iteration where the clock stopped it. Also: the
-// training presets, and the flag mistakes a budget invites.
+// --max_iters run it planned, cut at the iteration where the clock stopped it. The controller
+// (lib/budget.h) is driven here with a clock of the test's own; then the app end to end. Also:
+// the training presets, and the flag mistakes a budget invites.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <regex>
 #include <string>
+#include <vector>
 
+#include "lib/budget.h"
 #include "lib/checkpoint.h"
+#include "lib/data.h"
+#include "lib/train_loop.h"
 #include "lib/trainer.h"
 #include "tests/app_runner.h"
 
@@ -41,6 +47,153 @@ static std::string rest_of_line(const std::string& text, const std::string& patt
     REQUIRE(at != std::string::npos);
     const size_t from = at + pattern.size();
     return text.substr(from, text.find('\n', from) - from);
+}
+
+// A tiny model on the corpus, ready to train with `tc`.
+struct TinyTrainer {
+    std::string text = corpus();
+    Tokenizer tok = Tokenizer::from_text(text);
+    std::vector<int> ids = tok.encode(text);
+    Split split = split_train_val(ids);
+    GPTConfig config;
+    Trainer trainer;
+    explicit TinyTrainer(const TrainConfig& tc, float dropout = 0) {
+        config.vocab_size = tok.size(), config.block_size = 16, config.n_layer = 1, config.n_head = 2;
+        config.n_embd = 16, config.dropout = dropout;
+        trainer.start(config, tc, tok.vocab, split.train, split.val);
+    }
+};
+
+TEST_CASE("the budget controller re-plans at the warmup's end and each tenth, and stops on the clock", "[budget]") {
+    TrainConfig tc;
+    tc.batch_size = 2, tc.time_budget = 16, tc.schedule.warmup_iters = 40;
+    TinyTrainer tiny(tc);
+    Trainer& tr = tiny.trainer;
+    // Planned from a step of 1/128 s, 0.25 s spent timing: 0.98 · 15.75 · 128 = 1975 iterations.
+    const BudgetPlan plan{1.0 / 128, 5, 0.25};
+    tr.apply_budget_plan(plan);
+    CHECK(tr.cfg.max_iters == 1975);
+    CHECK(tr.cfg.schedule.lr_decay_iters == 1975);
+    CHECK(tr.cfg.schedule.warmup_iters == 40);
+    // The machine: 1/128 s per step for the first 20 steps, then 1/64 s, then 1/32 s from step
+    // 300, and 1/4 s once 14.5 s are used (after the last re-plan: the clock must stop the run).
+    double now = plan.spent;  // the seconds of training the clock reads
+    auto step_time = [&](int iter) { return now > 14.5 ? 0.25 : iter < 20 ? 1.0 / 128 : iter < 300 ? 1.0 / 64 : 1.0 / 32; };
+    TimeBudget budget(tr, plan, [&] { return now; });
+    std::vector<Replanned> replans;
+    std::vector<int> replan_iters;
+    std::vector<double> clock_at;  // the clock at the start of each iteration
+    while (true) {
+        const int iter = tr.progress.iter_num;
+        clock_at.push_back(now);
+        if (const auto r = budget.replan_if_due()) {
+            replans.push_back(*r);
+            replan_iters.push_back(iter);
+        }
+        if (budget.clock_stops()) break;
+        REQUIRE(iter < tr.cfg.max_iters);
+        tr.progress.iter_num++;  // a step, as far as the budget can tell
+        now += step_time(iter);
+    }
+    // The end of warmup: from the time of its second half alone (steps 20-39 at 1/64 s).
+    REQUIRE(replans.size() >= 2);
+    CHECK(replans[0].end_of_warmup);
+    CHECK(replan_iters[0] == 40);
+    CHECK(replans[0].step_seconds == 1.0 / 64);
+    CHECK(replans[0].used == 0.25 + 20.0 / 128 + 20.0 / 64);
+    CHECK(replans[0].iters == 40 + int(0.98 * (16 - replans[0].used) * 64));
+    // Then one re-plan per tenth of the budget, at the first iteration past it, up to 90 %;
+    // each from the steps since the previous one, each recorded in the schedule as a Replan.
+    REQUIRE(replans.size() == 10);
+    REQUIRE(tr.cfg.schedule.replans.size() == 10);
+    for (size_t k = 1; k < replans.size(); k++) {
+        const int at = replan_iters[k];
+        INFO("re-plan " << k << " at iter " << at);
+        CHECK_FALSE(replans[k].end_of_warmup);
+        CHECK(replans[k].used == clock_at[at]);
+        CHECK(clock_at[at] >= 1.6 * k - 1e-9);
+        CHECK(clock_at[at - 1] < 1.6 * k - 1e-9);
+        const double expected_step = (replans[k].used - replans[k - 1].used) / (at - replan_iters[k - 1]);
+        CHECK(replans[k].step_seconds == Approx(expected_step).epsilon(1e-12));
+        CHECK(replans[k].iters == at + std::max(1, int(0.98 * (16 - replans[k].used) / replans[k].step_seconds)));
+        CHECK(tr.cfg.schedule.replans[k].iter == at);
+        CHECK(tr.cfg.schedule.replans[k].end == replans[k].iters);
+    }
+    CHECK(tr.cfg.max_iters == replans.back().iters);
+    // The stop: before the first step that, at the last re-plan's step time, would overrun.
+    const int stopped = tr.progress.iter_num;
+    CHECK(budget.step_estimate == replans.back().step_seconds);
+    CHECK(clock_at[stopped] + budget.step_estimate > 16);
+    CHECK(clock_at[stopped - 1] + budget.step_estimate <= 16);
+    CHECK(stopped < tr.cfg.max_iters);  // the plan would have gone further at the old speed
+    CHECK_NOTHROW(validate(tr.cfg.schedule));
+
+    SECTION("without a budget nothing is re-planned and the clock stops nothing") {
+        TrainConfig plain;
+        plain.batch_size = 2, plain.max_iters = 50;
+        TinyTrainer other(plain);
+        double t = 0;
+        TimeBudget none(other.trainer, BudgetPlan{}, [&] { return t; });
+        for (int i = 0; i < 50; i++, other.trainer.progress.iter_num++, t += 1e6) {
+            CHECK_FALSE(none.replan_if_due());
+            CHECK_FALSE(none.clock_stops());
+        }
+        CHECK(other.trainer.cfg.max_iters == 50);
+    }
+}
+
+TEST_CASE("a budgeted run on a clock of its own stops where the clock says, and replays without it", "[budget][train]") {
+    TrainConfig tc;
+    tc.batch_size = 2, tc.time_budget = 1, tc.schedule.warmup_iters = 20, tc.eval_interval = 25, tc.eval_iters = 2;
+    TinyTrainer tiny(tc, 0.1f);
+    Trainer& tr = tiny.trainer;
+    TempDir tmp("handgrad-budget");
+    const BudgetPlan plan{0.01, 5, 0.05};  // planned for 10 ms steps: 0.98 · 0.95 / 0.01 = 93 iterations
+    tr.apply_budget_plan(plan);
+    REQUIRE(tr.cfg.max_iters == 93);
+    // The clock, by iteration: 10 ms steps for the first 30, then 12 ms, and 30 ms once 0.92 s
+    // of training are used (after the last re-plan); evaluating takes no time.
+    std::vector<double> times{0};
+    for (int i = 0; i < 1000; i++)
+        times.push_back(times.back() + (i < 30 ? 0.01 : plan.spent + times.back() < 0.92 ? 0.012 : 0.03));
+    RunSettings settings;
+    settings.ckpt_path = (tmp.path / "a.safetensors").string();
+    settings.clock = [&] { return times.at(tr.progress.iter_num); };
+    struct Log : RunObserver {
+        std::vector<Replanned> replans;
+        std::vector<int> evals;
+        void replanned(const Replanned& r) override { replans.push_back(r); }
+        void evaluated(int iter, double, double) override { evals.push_back(iter); }
+    } log;
+    const RunResult run = run_training(tr, plan, settings, log);
+    const int done = tr.progress.iter_num;
+    CHECK(run.clock_stopped);
+    CHECK_FALSE(run.interrupted);
+    CHECK(done < tr.cfg.max_iters);
+    REQUIRE(log.replans.size() >= 2);
+    CHECK(log.replans[0].end_of_warmup);
+    // Stopped before the first step that would overrun at the last re-plan's step time.
+    const double estimate = log.replans.back().step_seconds;
+    CHECK(plan.spent + times[done] + estimate > 1.0);
+    CHECK(plan.spent + times[done - 1] + estimate <= 1.0);
+    CHECK(run.train_seconds == plan.spent + times[done]);
+    CHECK(run.eval_seconds == 0);
+    CHECK(log.evals.front() == 0);
+    CHECK(log.evals.back() == done);
+    // The replay: the same schedule and re-plans, stopped after `done`, no clock: the same bits.
+    TinyTrainer again(tc, 0.1f);
+    again.trainer.cfg.max_iters = done;
+    again.trainer.cfg.schedule = tr.cfg.schedule;
+    again.trainer.cfg.time_budget = 0;
+    RunSettings plain;
+    plain.ckpt_path = (tmp.path / "b.safetensors").string();
+    RunObserver quiet;
+    const RunResult replayed = run_training(again.trainer, BudgetPlan{}, plain, quiet);
+    CHECK_FALSE(replayed.clock_stopped);
+    REQUIRE(again.trainer.progress.iter_num == done);
+    CHECK(check_same_tensors(settings.ckpt_path, plain.ckpt_path) > 10);
+    CHECK(replay_flags(tr.cfg, done) == fmt::format("--max_iters={} --lr_decay_iters={} --warmup_iters=20 --lr_replans={} "
+                                                    "--time_budget=0", done, 93, to_string(tr.cfg.schedule.replans)));
 }
 
 TEST_CASE("a time-budgeted run is the --max_iters run it planned, cut where the clock stopped", "[apps][budget]") {

@@ -130,6 +130,21 @@ TEST_CASE("activations writes the model's own attention, logits, causality and r
         CHECK(jf["logits"] != j["logits"]);
         CHECK(jf["residual_norms"]["plain"].size() == size_t(L + 1));
     }
+    SECTION("--crop keeps the last block_size characters of a longer prompt, as sampling does") {
+        const std::string longer = "to be or not to be, that is the question";  // 40 characters, block_size 16
+        const Run f = run(bin("activations") + " --ckpt=" + tiny.ckpt() + " --prompt='" + longer + "' --crop");
+        INFO(f.output);
+        REQUIRE(f.status == 0);
+        const auto jc = nlohmann::json::parse(f.output);
+        CHECK(jc["prompt"] == longer.substr(longer.size() - 16));
+        const std::vector<int> all = Tokenizer::from_vocab(ck.vocab).encode(longer);
+        CHECK(jc["ids"].get<std::vector<int>>() == std::vector<int>(all.end() - 16, all.end()));
+        CHECK(jc["attention"][0][0].size() == 16);
+        // A prompt that fits is left as it is.
+        const Run same = run(bin("activations") + " --ckpt=" + tiny.ckpt() + " --prompt='" + prompt + "' --crop");
+        REQUIRE(same.status == 0);
+        CHECK(nlohmann::json::parse(same.output)["ids"].get<std::vector<int>>() == ids);
+    }
     SECTION("bad prompts are refused with one clear line") {
         const std::string base = bin("activations") + " --ckpt=" + tiny.ckpt();
         for (const auto& [args, phrase] : std::vector<std::pair<std::string, std::string>>{
@@ -164,6 +179,13 @@ TEST_CASE("tools/plot.py writes every picture of a run", "[apps][pictures][plot]
         REQUIRE(bytes.size() > 1000);
         CHECK(bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
     }
+    // A prompt longer than the model's context (block_size 16) is cropped to its last 16
+    // characters, as sampling crops, not refused.
+    const Run longer = run("HANDGRAD_BIN=" + fs::path(bin("")).string() + " /usr/bin/python3 tools/plot.py " +
+                           tiny.dir.string() + " --prompt='to be or not to be, that is the question'");
+    INFO(longer.output);
+    REQUIRE(longer.status == 0);
+    CHECK(nlohmann::json::parse(read_bytes(tiny.dir / "activations.json"))["prompt"] == " is the question");
     const Run missing = run("/usr/bin/python3 tools/plot.py " + (tiny.dir / "nowhere").string());
     CHECK(missing.status != 0);
     CHECK(missing.output.find("error: ") != std::string::npos);

@@ -74,6 +74,72 @@ TEST_CASE("gradient accumulation: K micro-batches of B equal one batch of K*B", 
     CHECK(max_diff <= 1e-5 * max_abs);
 }
 
+// The gradient Trainer::step takes: K micro-batches of B rows, split over R batch threads of
+// B/R rows each, every backward scaled by 1/(K·N·R) (N = 1 here), summed. Whatever K and R, it
+// must be gpt_backward's own gradient of the mean loss over the same K·B rows, with dloss = 1:
+// a wrong scale, a replica's gradient counted twice or not at all, or rows taken from the wrong
+// place would each move it by far more than float rounding.
+TEST_CASE("the trainer's gradient: K micro-batches × R batch threads = one batch of K·B rows", "[train][gradient]") {
+    const std::string text = small_corpus();
+    Tokenizer tok = Tokenizer::from_text(text);
+    std::vector<int> ids = tok.encode(text);
+    Split split = split_train_val(ids);
+    const GPTConfig c = tiny_config(tok.size());  // no dropout: the masks would differ
+    const int rows = 12, T = c.block_size;         // K·B for every setting below
+    TrainConfig tc;
+    tc.grad_clip = 0;  // clipping off: step's grad_norm is the gradient's own norm
+    tc.seed = 21;
+
+    // The reference: the same initial weights and rows, in one forward and one backward.
+    GPT<float> ref;
+    gpt_build(ref, c, rows, T);
+    gpt_init(ref, tc.seed);
+    std::vector<int> idx(rows * T), tgt(rows * T);
+    {
+        Trainer probe;  // only for its batch sampler's first state
+        tc.batch_size = rows;
+        probe.start(c, tc, tok.vocab, split.train, split.val);
+        Rng rng = probe.batch_rng;
+        sample_batch(idx.data(), tgt.data(), split.train, rows, T, rng, "train");  // one draw per row, as K draws of B
+    }
+    gpt_zero_grad(ref);
+    const double ref_loss = gpt_forward(ref, idx.data(), tgt.data(), rows, T);
+    gpt_backward(ref, 1.0f);
+    const float* g = ref.grads_memory.data();
+    double ref_norm = 0, max_abs = 0;
+    for (size_t i = 0; i < ref.num_parameters; i++) {
+        ref_norm += double(g[i]) * g[i];
+        max_abs = std::max(max_abs, double(std::fabs(g[i])));
+    }
+    ref_norm = std::sqrt(ref_norm);
+    REQUIRE(max_abs > 0);
+
+    struct Setting { int B, K, R; };
+    for (const Setting& st : {Setting{12, 1, 1}, Setting{6, 2, 1}, Setting{3, 4, 1}, Setting{12, 1, 2},
+                              Setting{12, 1, 3}, Setting{6, 2, 2}, Setting{4, 3, 2}, Setting{6, 2, 3}}) {
+        INFO("B " << st.B << ", K " << st.K << ", R " << st.R);
+        TrainConfig t = tc;
+        t.batch_size = st.B;
+        t.gradient_accumulation_steps = st.K;
+        t.batch_threads = st.R;
+        Trainer a;
+        a.start(c, t, tok.vocab, split.train, split.val);
+        const double loss = a.accumulate_gradient();
+        CHECK(loss == Approx(ref_loss).epsilon(1e-6));
+        double max_diff = 0;
+        for (size_t i = 0; i < ref.num_parameters; i++)
+            max_diff = std::max(max_diff, double(std::fabs(a.model.grads_memory.data()[i] - g[i])));
+        INFO("max |Δgrad| " << max_diff << " vs max |grad| " << max_abs);
+        CHECK(max_diff <= 1e-5 * max_abs);
+        // The step itself, from the same start: the same loss and the gradient's norm.
+        Trainer b;
+        b.start(c, t, tok.vocab, split.train, split.val);
+        const StepResult r = b.step();
+        CHECK(r.loss == loss);
+        CHECK(r.grad_norm == Approx(ref_norm).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("overfitting one fixed batch: loss falls from ln V to well under 1 (the plumbing works)",
           "[train][overfit]") {
     const std::string text = small_corpus();
@@ -175,7 +241,7 @@ TEST_CASE("batch threads: each thread's replica takes its rows; the step is one 
     CHECK(three->model.max_B == 2);
     CHECK(three->replicas[1].params.wte == three->model.params.wte);
     CHECK(three->replicas[1].params_memory.size() == 0);
-    // The same run twice, dropout on: every bit the same (the masks depend on the thread's part,
+    // The same run twice, dropout on: every bit the same (the masks depend on the batch thread's index,
     // never on timing).
     auto again = train(3, 0.1f);
     const auto a = weights(*three), b = weights(*again);

@@ -3,6 +3,9 @@
 
     /usr/bin/python3 tools/plot.py OUT_DIR [--prompt TEXT]
 
+(a prompt longer than the model's block_size keeps its last block_size characters, the context
+that sampling would give the model)
+
 reads OUT_DIR/log.csv and OUT_DIR/ckpt.safetensors, asks the apps for the numbers (as JSON,
 kept next to the pictures), and writes:
 
@@ -225,9 +228,9 @@ def main():
         if not os.path.exists(path):
             sys.exit(f"error: {path} does not exist (run `make train`, or give another run's out_dir)")
 
-    acts = run_json([f"{BIN}/activations", f"--ckpt={ckpt}", f"--prompt={a.prompt}"],
+    acts = run_json([f"{BIN}/activations", f"--ckpt={ckpt}", f"--prompt={a.prompt}", "--crop"],
                     f"{out}/activations.json")
-    init = run_json([f"{BIN}/activations", f"--ckpt={ckpt}", f"--prompt={a.prompt}", f"--fresh_init={a.init}"],
+    init = run_json([f"{BIN}/activations", f"--ckpt={ckpt}", f"--prompt={a.prompt}", "--crop", f"--fresh_init={a.init}"],
                     f"{out}/activations_init.json")
     inspects = [(name, run_json([f"{BIN}/inspect", f"--preset={preset}", "--json"], f"{out}/inspect_{preset}.json"))
                 for name, preset in [("course config", "course"), ("GPT-2 small", "gpt2")]]
