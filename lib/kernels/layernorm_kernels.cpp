@@ -99,7 +99,8 @@ void LayerNormBackwardParams(float* dweight, float* dbias, const float* dout, co
     for (size_t n = 0; n < N; n++) {
         const float* dout_n = dout + n * C;
         const float* inp_n = inp + n * C;
-        const auto vm = hn::Set(d, mean[n]);
+        const float m = mean ? mean[n] : 0.0f;  // x - 0 is exact: x̂ = x·rstd, RMSNorm's
+        const auto vm = hn::Set(d, m);
         const auto vs = hn::Set(d, rstd[n]);
         size_t c = c0;
         for (; c + L <= c1; c += L) {
@@ -109,7 +110,7 @@ void LayerNormBackwardParams(float* dweight, float* dbias, const float* dout, co
             if (dbias) hn::StoreU(hn::Add(hn::LoadU(d, dbias + c), dy), d, dbias + c);
         }
         for (; c < c1; c++) {
-            dweight[c] += dout_n[c] * ((inp_n[c] - mean[n]) * rstd[n]);
+            dweight[c] += dout_n[c] * ((inp_n[c] - m) * rstd[n]);
             if (dbias) dbias[c] += dout_n[c];
         }
     }

@@ -24,13 +24,14 @@ void layernorm_backward_row(float* dinp,          // (C)
 
 // Columns [c0, c1) of the parameter gradients, summed over all N rows in row order:
 //   dweight_c += Σ_n dout[n,c]·x̂[n,c],   dbias_c += Σ_n dout[n,c]   (dbias may be null).
+// mean null means 0 (x̂ = x·rstd): RMSNorm's dweight (lib/layers/rmsnorm.cpp).
 // Each column is one SIMD lane (or the scalar tail) for all n, so its sum never depends on
 // how a caller splits columns across threads, as long as the split is fixed.
 void layernorm_backward_params(float* dweight,      // (C)
                                float* dbias,        // (C) or null
                                const float* dout,   // (N, C)
                                const float* inp,    // (N, C)
-                               const float* mean,   // (N)
+                               const float* mean,   // (N) or null
                                const float* rstd,   // (N)
                                size_t N, size_t C, size_t c0, size_t c1);
 
