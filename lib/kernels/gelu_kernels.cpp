@@ -14,11 +14,10 @@
 // and gelu = x·Φ to about 1 ulp of |x|. Without FMA (SSE2/SSSE3/SSE4 targets) MulAdd rounds
 // twice, which adds at most about one more ulp.
 //
-// Tails: transcendental kernels do the last n mod Lanes elements by copying them (a scalar
-// loop) into a zero-padded stack buffer and running the same vector code on it. This keeps the
-// rule "no masked loads" (STYLE.md) while giving every element the same bits wherever it sits
-// in the array; a scalar tail would compute a different approximation (std::erfc) for a few
-// elements depending on n.
+// Tails: every kernel goes through Map (map-inl.h), which runs the last n mod Lanes elements
+// through a zero-padded buffer and the same vector code, so each element gets the same bits
+// wherever it sits in the array; a scalar tail would compute a different approximation
+// (std::erfc) for a few elements depending on n.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels/gelu_kernels.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
@@ -26,6 +25,7 @@
 #include <hwy/contrib/math/math-inl.h>
 
 #include "lib/kernels/gelu_kernels.h"
+#include "lib/kernels/map-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
@@ -94,70 +94,35 @@ HWY_INLINE TanhParts TanhOf(D d, V u) {
     const V er = hn::Mul(e, r);
     return {hn::IfThenElse(hn::Lt(u, hn::Zero(d)), er, r), hn::Mul(hn::Set(d, 4.0f), hn::Mul(er, r))};
 }
-// out = f(x) for the forward kernels; the tail goes through a padded buffer (see top).
-template <class F>
-HWY_INLINE void Map1(float* out, const float* inp, size_t n, F f) {
-    const D d;
-    const size_t L = hn::Lanes(d);
-    size_t i = 0;
-    for (; i + L <= n; i += L) hn::StoreU(f(d, hn::LoadU(d, inp + i)), d, out + i);
-    if (i < n) {
-        HWY_ALIGN float x[HWY_MAX_BYTES / sizeof(float)] = {};
-        for (size_t j = 0; i + j < n; j++) x[j] = inp[i + j];
-        hn::Store(f(d, hn::Load(d, x)), d, x);
-        for (size_t j = 0; i + j < n; j++) out[i + j] = x[j];
-    }
-}
-
-// dinp = g(x) · dout for the backward kernels, same tail handling.
-template <class G>
-HWY_INLINE void MapGrad(float* dinp, const float* inp, const float* dout, size_t n, G g) {
-    const D d;
-    const size_t L = hn::Lanes(d);
-    size_t i = 0;
-    for (; i + L <= n; i += L) {
-        const V grad = g(d, hn::LoadU(d, inp + i));
-        hn::StoreU(hn::Mul(grad, hn::LoadU(d, dout + i)), d, dinp + i);
-    }
-    if (i < n) {
-        HWY_ALIGN float x[HWY_MAX_BYTES / sizeof(float)] = {};
-        HWY_ALIGN float dy[HWY_MAX_BYTES / sizeof(float)] = {};
-        for (size_t j = 0; i + j < n; j++) x[j] = inp[i + j], dy[j] = dout[i + j];
-        const V grad = g(d, hn::Load(d, x));
-        hn::Store(hn::Mul(grad, hn::Load(d, dy)), d, dy);
-        for (size_t j = 0; i + j < n; j++) dinp[i + j] = dy[j];
-    }
-}
-
 void GeluErfForward(float* out, const float* inp, size_t n) {
-    Map1(out, inp, n, [](D d, V x) HWY_ATTR { return hn::Mul(x, NormalCdf(d, x)); });
+    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR { y[0] = hn::Mul(x[0], NormalCdf(d, x[0])); });
 }
 
 // gelu'(x) = Φ(x) + x·φ(x), φ(x) = exp(-x²/2)/√(2π)
 void GeluErfBackward(float* dinp, const float* inp, const float* dout, size_t n) {
-    MapGrad(dinp, inp, dout, n, [](D d, V x) HWY_ATTR {
+    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, const V* x, V* y) HWY_ATTR {
         const V pdf = hn::Mul(hn::Set(d, kInvSqrt2Pi),
-                              hn::Exp(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x, x))));
-        return hn::MulAdd(x, pdf, NormalCdf(d, x));
+                              hn::Exp(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x[0], x[0]))));
+        y[0] = hn::Mul(hn::MulAdd(x[0], pdf, NormalCdf(d, x[0])), x[1]);
     });
 }
 
 void GeluTanhForward(float* out, const float* inp, size_t n) {
-    Map1(out, inp, n, [](D d, V x) HWY_ATTR {
-        return hn::Mul(x, TanhOf(d, TanhArg(d, x)).sigma);  // x·(1 + tanh u)/2
+    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR {
+        y[0] = hn::Mul(x[0], TanhOf(d, TanhArg(d, x[0])).sigma);  // x·(1 + tanh u)/2
     });
 }
 // gelu'(x) = (1 + tanh u)/2 + x/2·sech² u·√(2/π)(1 + 3·0.044715 x²)
 void GeluTanhBackward(float* dinp, const float* inp, const float* dout, size_t n) {
-    MapGrad(dinp, inp, dout, n, [](D d, V x) HWY_ATTR {
+    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, const V* x, V* y) HWY_ATTR {
         const V du = hn::Mul(hn::Set(d, kSqrt2OverPi),
-                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x, x), hn::Set(d, 1.0f)));
-        const TanhParts t = TanhOf(d, TanhArg(d, x));
-        return hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), t.sech2), du, t.sigma);
+                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x[0], x[0]), hn::Set(d, 1.0f)));
+        const TanhParts t = TanhOf(d, TanhArg(d, x[0]));
+        y[0] = hn::Mul(hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), x[0]), t.sech2), du, t.sigma), x[1]);
     });
 }
 void NormalCdfKernel(float* out, const float* inp, size_t n) {
-    Map1(out, inp, n, [](D d, V x) HWY_ATTR { return NormalCdf(d, x); });
+    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR { y[0] = NormalCdf(d, x[0]); });
 }
 
 }  // namespace hg::HWY_NAMESPACE
