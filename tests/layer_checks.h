@@ -31,8 +31,9 @@ namespace hg::test {
 // input_scale sets the step h = 1e-5·scale: the truncation error is h²/6 times the third
 // derivative, which for the norms grows like rstd³ ~ 1/scale³ (LayerNorm at scale 0.1 with an
 // unscaled h = 1e-5 used 65 % of its tolerance).
-inline void check_grad(const char* what, std::vector<double>& x, const std::vector<double>& analytic,
-                       const std::function<double()>& loss, double input_scale = 1.0) {
+inline void check_grad(const char* what, std::vector<double>& x,
+                       const std::vector<double>& analytic, const std::function<double()>& loss,
+                       double input_scale = 1.0) {
     REQUIRE(x.size() == analytic.size());
     GradCheck opt;
     opt.h = 1e-5 * input_scale;
@@ -106,19 +107,20 @@ double scaled_error(const std::vector<A>& got, const std::vector<B>& want, doubl
 // zeros and once into g0 (random, with a NaN sentinel in the first entry of each written
 // buffer): gradient k must come out as g0 + fresh where adds[k] (+=), and as fresh, whatever g0
 // held, where not (=).
-inline void check_writes_and_adds(const char* what, std::vector<std::vector<float>> g0,
-                                  const std::vector<bool>& adds,
-                                  const std::function<void(std::vector<std::vector<float>>&)>& backward) {
+using Buffers = std::vector<std::vector<float>>;
+inline void check_writes_and_adds(const char* what, Buffers g0, const std::vector<bool>& adds,
+                                  const std::function<void(Buffers&)>& backward) {
     REQUIRE(g0.size() == adds.size());
     for (size_t k = 0; k < g0.size(); k++)
         if (!adds[k]) g0[k][0] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<std::vector<float>> fresh = g0, after = g0;
+    Buffers fresh = g0, after = g0;
     for (auto& g : fresh) std::fill(g.begin(), g.end(), 0.0f);
     backward(fresh);
     backward(after);
     for (size_t k = 0; k < g0.size(); k++)
         for (size_t i = 0; i < g0[k].size(); i++) {
-            INFO(what << ", gradient " << k << (adds[k] ? " (adds)" : " (writes)") << ", entry " << i);
+            INFO(what << ", gradient " << k << (adds[k] ? " (adds)" : " (writes)") << ", entry "
+                      << i);
             const float want = adds[k] ? g0[k][i] + fresh[k][i] : fresh[k][i];
             REQUIRE(std::isfinite(after[k][i]));
             REQUIRE(after[k][i] == Approx(want).margin(1e-5));
@@ -128,7 +130,7 @@ inline void check_writes_and_adds(const char* what, std::vector<std::vector<floa
 #ifdef _OPENMP
 // CHECKs that run() returns bit-identical arrays with 1, 2 and 3 OpenMP threads (the thread
 // count is restored after).
-inline void check_same_bits_with_1_2_3_threads(const std::function<std::vector<std::vector<float>>()>& run) {
+inline void check_same_bits_with_1_2_3_threads(const std::function<Buffers()>& run) {
     const int saved = omp_get_max_threads();
     omp_set_num_threads(1);
     const auto one = run();

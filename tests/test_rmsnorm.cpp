@@ -48,7 +48,7 @@ double dinp_scale(const Floats& dout, const Floats* w, const Floats& rstd, size_
     double scale = 0;
     for (size_t n = 0; n < rows; n++)
         for (size_t c = 0; c < C; c++)
-            scale = std::max(scale, double(rstd[n]) * std::fabs(dout[n * C + c] * (w ? (*w)[c] : 1.0f)));
+            scale = std::max(scale, rstd[n] * std::fabs(dout[n * C + c] * (w ? (*w)[c] : 1.0)));
     return scale;
 }
 
@@ -109,7 +109,7 @@ struct QkNormCase {
 
 }  // namespace
 
-// ---- RMSNorm: gradient checks ------------------------------------------------------------------
+// ---- RMSNorm: gradient checks ---------------------------------------------------------------
 
 TEST_CASE("RMSNorm backward matches finite differences (dinp, dweight), with and without gain",
           "[gradcheck][layers][rmsnorm]") {
@@ -145,14 +145,18 @@ TEST_CASE("RMSNorm forward: unit RMS without gain, scale invariance, the gain pe
     const int N = 4, C = 9;
     const Vec x = randn(size_t(N) * C, 3, 2.0), w = randn(C, 4);
     Vec out(x.size()), rstd(N), out2(x.size()), rstd2(N), outw(x.size());
-    rmsnorm_forward_scalar(out.data(), rstd.data(), x.data(), static_cast<const double*>(nullptr), N, C);
+    const double* no_gain = nullptr;
+    rmsnorm_forward_scalar(out.data(), rstd.data(), x.data(), no_gain, N, C);
     Vec x10 = x;
     for (auto& v : x10) v *= 10;
-    rmsnorm_forward_scalar(out2.data(), rstd2.data(), x10.data(), static_cast<const double*>(nullptr), N, C);
+    rmsnorm_forward_scalar(out2.data(), rstd2.data(), x10.data(), no_gain, N, C);
     rmsnorm_forward_scalar(outw.data(), rstd.data(), x.data(), w.data(), N, C);
     for (int n = 0; n < N; n++) {
         double ms = 0, sq = 0;
-        for (int c = 0; c < C; c++) ms += out[n * C + c] * out[n * C + c] / C, sq += x[n * C + c] * x[n * C + c] / C;
+        for (int c = 0; c < C; c++) {
+            ms += out[n * C + c] * out[n * C + c] / C;
+            sq += x[n * C + c] * x[n * C + c] / C;
+        }
         CHECK(ms == Approx(sq / (sq + double(kRmsNormEps))).epsilon(1e-12));  // 1 but for eps
         CHECK(rstd[n] == Approx(1 / std::sqrt(sq + double(kRmsNormEps))).epsilon(1e-12));
         for (int c = 0; c < C; c++) {
@@ -162,7 +166,7 @@ TEST_CASE("RMSNorm forward: unit RMS without gain, scale invariance, the gain pe
     }
 }
 
-// ---- QK-norm: gradient checks ------------------------------------------------------------------
+// ---- QK-norm: gradient checks ---------------------------------------------------------------
 
 TEST_CASE("QK-norm backward matches finite differences (dqkv, v included), per head",
           "[gradcheck][layers][qknorm]") {
@@ -186,7 +190,8 @@ TEST_CASE("QK-norm: the checker rejects a backward that takes rstd as a constant
     Vec constant_rstd = k.r;  // dx = rstd·dy on q and k
     for (size_t bt = 0; bt < size_t(B) * T; bt++)
         for (int j = 0; j < 2 * NH; j++)
-            for (int i = 0; i < C / NH; i++) constant_rstd[bt * 3 * C + j * (C / NH) + i] *= rstd[bt * 2 * NH + j];
+            for (int i = 0; i < C / NH; i++)
+                constant_rstd[bt * 3 * C + j * (C / NH) + i] *= rstd[bt * 2 * NH + j];
     check_grad_fails("dqkv, rstd constant", k.qkv, constant_rstd, [&] { return k.loss(); });
     Vec from_input = k.r;
     qknorm_backward_scalar(from_input.data(), k.qkv.data(), rstd.data(), B, T, C, NH);
@@ -211,7 +216,7 @@ TEST_CASE("QK-norm forward: every head of q and k has unit RMS, v is untouched",
     }
 }
 
-// ---- Fast path vs twins --------------------------------------------------------------------------
+// ---- Fast path vs twins ---------------------------------------------------------------------
 
 TEST_CASE("RMSNorm kernels match the float twin on every SIMD target", "[simd][layers][rmsnorm]") {
     for_each_target([&] {
@@ -232,9 +237,9 @@ TEST_CASE("RMSNorm kernels match the float twin on every SIMD target", "[simd][l
                                  rstd.data(), N, C);
                 rmsnorm_backward_scalar(rdinp.data(), gain ? rdw.data() : nullptr, dout.data(),
                                         x.data(), wp, rrstd.data(), N, C);
+                const double dscale = dinp_scale(dout, gain ? &w : nullptr, rstd, N, C);
                 const double e_out = scaled_error(out, ref), e_rstd = scaled_error(rstd, rrstd),
-                             e_dinp = scaled_error(dinp, rdinp, dinp_scale(dout, gain ? &w : nullptr, rstd, N, C)),
-                             e_dw = scaled_error(dw, rdw);
+                             e_dinp = scaled_error(dinp, rdinp, dscale), e_dw = scaled_error(dw, rdw);
                 INFO("scaled errors: out " << e_out << " rstd " << e_rstd << " dinp " << e_dinp
                                            << " dweight " << e_dw);
                 CHECK(e_out <= kVsFloatTwin);
@@ -275,20 +280,25 @@ TEST_CASE("RMSNorm and QK-norm fast paths match the double twin at threaded size
         const size_t n = size_t(N) * C;
         for (bool gain : {true, false}) {
             CAPTURE(gain);
-            const Floats x = randn<float>(n, 51, 3.0), w = randn<float>(C, 52), dout = randn<float>(n, 53);
+            const Floats x = randn<float>(n, 51, 3.0), w = randn<float>(C, 52),
+                         dout = randn<float>(n, 53);
             const float* wp = gain ? w.data() : nullptr;
             Floats out(n), rstd(N), dinp(n, 0.0f), dw(C, 0.0f);
             rmsnorm_forward(out.data(), rstd.data(), x.data(), wp, N, C);
-            rmsnorm_backward(dinp.data(), gain ? dw.data() : nullptr, dout.data(), x.data(), wp, rstd.data(), N, C);
+            rmsnorm_backward(dinp.data(), gain ? dw.data() : nullptr, dout.data(), x.data(), wp,
+                             rstd.data(), N, C);
             const Vec X = to_double(x), W = to_double(w), DO = to_double(dout);
             Vec ref(n), rrstd(N), rdinp(n, 0.0), rdw(C, 0.0);
-            rmsnorm_forward_scalar(ref.data(), rrstd.data(), X.data(), gain ? W.data() : nullptr, N, C);
+            const double* Wp = gain ? W.data() : nullptr;
+            rmsnorm_forward_scalar(ref.data(), rrstd.data(), X.data(), Wp, N, C);
             rmsnorm_backward_scalar(rdinp.data(), gain ? rdw.data() : nullptr, DO.data(), X.data(),
                                     gain ? W.data() : nullptr, rrstd.data(), N, C);
             const double e_out = scaled_error(out, ref), e_rstd = scaled_error(rstd, rrstd),
-                         e_dinp = scaled_error(dinp, rdinp, dinp_scale(dout, gain ? &w : nullptr, rstd, N, C)),
+                         e_dinp = scaled_error(dinp, rdinp,
+                                               dinp_scale(dout, gain ? &w : nullptr, rstd, N, C)),
                          e_dw = gain ? scaled_error(dw, rdw) : 0.0;
-            INFO("scaled errors: out " << e_out << " rstd " << e_rstd << " dinp " << e_dinp << " dweight " << e_dw);
+            INFO("scaled errors: out " << e_out << " rstd " << e_rstd << " dinp " << e_dinp
+                                       << " dweight " << e_dw);
             CHECK(e_out <= kVsDouble);
             CHECK(e_rstd <= kVsDouble);
             CHECK(e_dinp <= kVsDouble);
@@ -297,7 +307,8 @@ TEST_CASE("RMSNorm and QK-norm fast paths match the double twin at threaded size
     }
     SECTION("QK-norm, B = 4, T = 64, C = 768, NH = 12") {
         const int B = 4, T = 64, C = 768, NH = 12;
-        const Floats qkv0 = randn<float>(size_t(B) * T * 3 * C, 54, 3.0), dqkv0 = randn<float>(qkv0.size(), 55);
+        const Floats qkv0 = randn<float>(size_t(B) * T * 3 * C, 54, 3.0),
+                     dqkv0 = randn<float>(qkv0.size(), 55);
         Floats qkv = qkv0, rstd(size_t(B) * T * 2 * NH), dqkv = dqkv0;
         qknorm_forward(qkv.data(), rstd.data(), B, T, C, NH);
         qknorm_backward(dqkv.data(), qkv.data(), rstd.data(), B, T, C, NH);
@@ -320,11 +331,13 @@ TEST_CASE("RMSNorm and QK-norm give bit-identical results with 1, 2 and 3 thread
     const size_t n = size_t(N) * C;
     const Floats x = randn<float>(n, 61, 2.0), w = randn<float>(C, 62), dout = randn<float>(n, 63);
     const int B = 4, T = 32, Cq = 384, NH = 6;
-    const Floats qkv0 = randn<float>(size_t(B) * T * 3 * Cq, 64), dqkv0 = randn<float>(qkv0.size(), 65);
+    const Floats qkv0 = randn<float>(size_t(B) * T * 3 * Cq, 64),
+                 dqkv0 = randn<float>(qkv0.size(), 65);
     auto run = [&] {
         Floats out(n), rstd(N), dinp(n, 0.0f), dw(C, 0.0f);
         rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C);
-        rmsnorm_backward(dinp.data(), dw.data(), dout.data(), x.data(), w.data(), rstd.data(), N, C);
+        rmsnorm_backward(dinp.data(), dw.data(), dout.data(), x.data(), w.data(), rstd.data(), N,
+                         C);
         Floats qkv = qkv0, qrstd(size_t(B) * T * 2 * NH), dqkv = dqkv0;
         qknorm_forward(qkv.data(), qrstd.data(), B, T, Cq, NH);
         qknorm_backward(dqkv.data(), qkv.data(), qrstd.data(), B, T, Cq, NH);
@@ -334,7 +347,7 @@ TEST_CASE("RMSNorm and QK-norm give bit-identical results with 1, 2 and 3 thread
 }
 #endif
 
-// ---- Contract and bad arguments ------------------------------------------------------------------
+// ---- Contract and bad arguments -------------------------------------------------------------
 
 TEST_CASE("RMSNorm backward adds into dinp and dweight; QK-norm's overwrites q, k and leaves v",
           "[layers][rmsnorm][qknorm]") {
@@ -343,8 +356,10 @@ TEST_CASE("RMSNorm backward adds into dinp and dweight; QK-norm's overwrites q, 
     const Floats x = randn<float>(n, 71), dout = randn<float>(n, 72), w = randn<float>(C, 73);
     Floats out(n), rstd(N);
     rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C);
-    check_writes_and_adds("rmsnorm", {randn<float>(n, 74), randn<float>(C, 75)}, {true, true}, [&](auto& g) {
-        rmsnorm_backward(g[0].data(), g[1].data(), dout.data(), x.data(), w.data(), rstd.data(), N, C);
+    check_writes_and_adds("rmsnorm", {randn<float>(n, 74), randn<float>(C, 75)}, {true, true},
+                          [&](auto& g) {
+        rmsnorm_backward(g[0].data(), g[1].data(), dout.data(), x.data(), w.data(), rstd.data(),
+                         N, C);
     });
     rmsnorm_forward(out.data(), rstd.data(), x.data(), nullptr, N, C);
     check_writes_and_adds("rmsnorm without gain", {randn<float>(n, 76)}, {true}, [&](auto& g) {
@@ -379,7 +394,8 @@ TEST_CASE("RMSNorm and QK-norm: bad sizes are hg::Error", "[layers][rmsnorm][qkn
     CHECK_THROWS_WITH(rmsnorm_backward(p, c.data(), q, q, nullptr, q, 2, 4),
                       Catch::Contains("dweight given for a norm without gain"));
     CHECK_THROWS_AS(rmsnorm_forward_scalar(p, c.data(), q, q, 0, 4), hg::Error);
-    CHECK_THROWS_WITH(qknorm_forward(p, c.data(), 1, 2, 6, 4), Catch::Contains("divisible by n_head"));
+    CHECK_THROWS_WITH(qknorm_forward(p, c.data(), 1, 2, 6, 4),
+                      Catch::Contains("divisible by n_head"));
     CHECK_THROWS_AS(qknorm_forward(p, c.data(), 0, 2, 4, 2), hg::Error);
     CHECK_THROWS_AS(qknorm_backward(p, q, q, 1, 2, 4, 0), hg::Error);
     CHECK_THROWS_AS(qknorm_backward_scalar(p, q, q, 0, 2, 4, 2), hg::Error);

@@ -67,7 +67,8 @@ void rope_interleaved(Vec& qkv, const Table& tab, int B, int T, int C, int NH, d
         for (int j = 0; j < 2 * NH; j++)
             for (int i = 0; i < h; i++) {
                 double* x = qkv.data() + size_t(bt) * 3 * C + size_t(j) * 2 * h + 2 * i;
-                const double c = tab.cos[size_t(bt % T) * h + i], s = sign * tab.sin[size_t(bt % T) * h + i];
+                const size_t at = size_t(bt % T) * h + i;
+                const double c = tab.cos[at], s = sign * tab.sin[at];
                 const double x1 = x[0], x2 = x[1];
                 x[0] = x1 * c - x2 * s, x[1] = x2 * c + x1 * s;
             }
@@ -75,7 +76,7 @@ void rope_interleaved(Vec& qkv, const Table& tab, int B, int T, int C, int NH, d
 
 }  // namespace
 
-// ---- The table ---------------------------------------------------------------------------------
+// ---- The table ------------------------------------------------------------------------------
 
 TEST_CASE("rope_table: values by hand", "[layers][rope]") {
     SECTION("t = 0: no rotation") {
@@ -94,7 +95,7 @@ TEST_CASE("rope_table: values by hand", "[layers][rope]") {
     SECTION("hs = 6, base 10: frequency 10^(-2/3) = 0.21544347 for i = 2; the float table is the "
             "double one rounded") {
         Table tab(8, 6, 10.0);
-        CHECK(tab.sin[7 * 3 + 2] == Approx(0.9980354973727412).epsilon(1e-14));  // sin(7 · 0.2154434690)
+        CHECK(tab.sin[7 * 3 + 2] == Approx(0.9980354973727412).epsilon(1e-14));  // sin(7 · 0.215)
         std::vector<float> c(8 * 3), s(8 * 3);
         rope_table(c.data(), s.data(), 8, 6, 10.0);
         for (size_t i = 0; i < c.size(); i++) {
@@ -104,9 +105,10 @@ TEST_CASE("rope_table: values by hand", "[layers][rope]") {
     }
 }
 
-// ---- Gradient checks -----------------------------------------------------------------------------
+// ---- Gradient checks ------------------------------------------------------------------------
 
-TEST_CASE("RoPE backward matches finite differences (dqkv: q, k and v)", "[gradcheck][layers][rope]") {
+TEST_CASE("RoPE backward matches finite differences (dqkv: q, k and v)",
+          "[gradcheck][layers][rope]") {
     struct Shape { int B, T, C, NH; };
     for (Shape s : {Shape{2, 3, 6, 3}, Shape{1, 5, 12, 2}, Shape{2, 3, 8, 1}})
         for (double base : {10.0, kRopeBase})
@@ -164,7 +166,7 @@ TEST_CASE("RoPE then QK-norm then attention: the chain's gradient, in the block'
     }
 }
 
-// ---- Properties ----------------------------------------------------------------------------------
+// ---- Properties -----------------------------------------------------------------------------
 
 TEST_CASE("RoPE keeps each head's norm, scores depend on t - s only, and rotating commutes with "
           "QK-norm", "[layers][rope][qknorm]") {
@@ -185,7 +187,9 @@ TEST_CASE("RoPE keeps each head's norm, scores depend on t - s only, and rotatin
         }
     auto score = [&](int t, int s, int h) {
         double d = 0;
-        for (int i = 0; i < hs; i++) d += y[size_t(t) * 3 * C + h * hs + i] * y[size_t(s) * 3 * C + C + h * hs + i];
+        const double* q_t = y.data() + size_t(t) * 3 * C + h * hs;
+        const double* k_s = y.data() + size_t(s) * 3 * C + C + h * hs;
+        for (int i = 0; i < hs; i++) d += q_t[i] * k_s[i];
         return d;
     };
     for (int h = 0; h < NH; h++)
@@ -201,10 +205,11 @@ TEST_CASE("RoPE keeps each head's norm, scores depend on t - s only, and rotatin
     rope_forward_scalar(norm_then_rope.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
     rope_forward_scalar(rope_then_norm.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
     qknorm_forward_scalar(rope_then_norm.data(), rstd.data(), B, T, C, NH);
-    for (size_t i = 0; i < k.qkv.size(); i++) CHECK(rope_then_norm[i] == Approx(norm_then_rope[i]).margin(1e-14));
+    for (size_t i = 0; i < k.qkv.size(); i++)
+        CHECK(rope_then_norm[i] == Approx(norm_then_rope[i]).margin(1e-14));
 }
 
-// ---- Fast path -----------------------------------------------------------------------------------
+// ---- Fast path ------------------------------------------------------------------------------
 
 TEST_CASE("RoPE kernels are bit-identical to the float twin on every SIMD target",
           "[simd][layers][rope]") {
@@ -268,8 +273,10 @@ TEST_CASE("RoPE in place: v keeps its bits, backward after forward gives the inp
 
 TEST_CASE("RoPE: bad sizes and bases are hg::Error", "[layers][rope]") {
     Floats a(256, 1.0f), c(64), s(64);
-    CHECK_THROWS_WITH(rope_forward(a.data(), c.data(), s.data(), 1, 2, 6, 2), Catch::Contains("even head size"));
-    CHECK_THROWS_WITH(rope_backward(a.data(), c.data(), s.data(), 1, 2, 6, 4), Catch::Contains("divisible by n_head"));
+    CHECK_THROWS_WITH(rope_forward(a.data(), c.data(), s.data(), 1, 2, 6, 2),
+                      Catch::Contains("even head size"));
+    CHECK_THROWS_WITH(rope_backward(a.data(), c.data(), s.data(), 1, 2, 6, 4),
+                      Catch::Contains("divisible by n_head"));
     CHECK_THROWS_AS(rope_forward(a.data(), c.data(), s.data(), 0, 2, 8, 2), hg::Error);
     CHECK_THROWS_AS(rope_backward(a.data(), c.data(), s.data(), 1, -1, 8, 2), hg::Error);
     CHECK_THROWS_AS(rope_forward_scalar(a.data(), c.data(), s.data(), 1, 2, 10, 2), hg::Error);

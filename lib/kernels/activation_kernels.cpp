@@ -23,8 +23,8 @@ using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
 struct Sigmoid {
-    V sigma;       // σ(a)
-    V one_minus;   // 1 - σ(a)
+    V sigma;      // σ(a)
+    V one_minus;  // 1 - σ(a)
 };
 HWY_INLINE Sigmoid SigmoidOf(D d, V a) {
     const V e = hn::Exp(d, hn::Neg(hn::Abs(a)));
@@ -46,8 +46,8 @@ void SwigluBackward(float* da, float* db, const float* a, const float* b, const 
     Map<3, 2>({a, b, dout}, {da, db}, n, [](D d, const V* x, V* y) HWY_ATTR {
         const Sigmoid s = SigmoidOf(d, x[0]);
         const V dsilu = hn::Mul(s.sigma, hn::MulAdd(x[0], s.one_minus, hn::Set(d, 1.0f)));
-        y[0] = hn::Mul(hn::Mul(x[2], x[1]), dsilu);        // dout·b·silu'(a)
-        y[1] = hn::Mul(x[2], hn::Mul(x[0], s.sigma));      // dout·silu(a)
+        y[0] = hn::Mul(hn::Mul(x[2], x[1]), dsilu);    // dout·b·silu'(a)
+        y[1] = hn::Mul(x[2], hn::Mul(x[0], s.sigma));  // dout·silu(a)
     });
 }
 
@@ -95,8 +95,8 @@ HWY_EXPORT(SoftcapBackward);
 void swiglu_forward_kernel(float* out, const float* a, const float* b, size_t n) {
     HWY_DYNAMIC_DISPATCH(SwigluForward)(out, a, b, n);
 }
-void swiglu_backward_kernel(float* da, float* db, const float* a, const float* b,
-                            const float* dout, size_t n) {
+void swiglu_backward_kernel(float* da, float* db, const float* a, const float* b, const float* dout,
+                            size_t n) {
     HWY_DYNAMIC_DISPATCH(SwigluBackward)(da, db, a, b, dout, n);
 }
 void relu2_forward_kernel(float* out, const float* inp, size_t n) {
@@ -108,7 +108,8 @@ void relu2_backward_kernel(float* dinp, const float* inp, const float* dout, siz
 void softcap_forward_kernel(float* out, const float* inp, size_t n, float cap) {
     HWY_DYNAMIC_DISPATCH(SoftcapForward)(out, inp, n, cap);
 }
-void softcap_backward_kernel(float* dinp, const float* out, const float* dout, size_t n, float cap) {
+void softcap_backward_kernel(float* dinp, const float* out, const float* dout, size_t n,
+                             float cap) {
     HWY_DYNAMIC_DISPATCH(SoftcapBackward)(dinp, out, dout, n, cap);
 }
 

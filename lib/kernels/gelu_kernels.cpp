@@ -94,8 +94,11 @@ HWY_INLINE TanhParts TanhOf(D d, V u) {
     const V er = hn::Mul(e, r);
     return {hn::IfThenElse(hn::Lt(u, hn::Zero(d)), er, r), hn::Mul(hn::Set(d, 4.0f), hn::Mul(er, r))};
 }
+
 void GeluErfForward(float* out, const float* inp, size_t n) {
-    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR { y[0] = hn::Mul(x[0], NormalCdf(d, x[0])); });
+    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR {
+        y[0] = hn::Mul(x[0], NormalCdf(d, x[0]));
+    });
 }
 
 // gelu'(x) = Φ(x) + x·φ(x), φ(x) = exp(-x²/2)/√(2π)
@@ -115,10 +118,12 @@ void GeluTanhForward(float* out, const float* inp, size_t n) {
 // gelu'(x) = (1 + tanh u)/2 + x/2·sech² u·√(2/π)(1 + 3·0.044715 x²)
 void GeluTanhBackward(float* dinp, const float* inp, const float* dout, size_t n) {
     Map<2, 1>({inp, dout}, {dinp}, n, [](D d, const V* x, V* y) HWY_ATTR {
+        const V xx = x[0];
         const V du = hn::Mul(hn::Set(d, kSqrt2OverPi),
-                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x[0], x[0]), hn::Set(d, 1.0f)));
-        const TanhParts t = TanhOf(d, TanhArg(d, x[0]));
-        y[0] = hn::Mul(hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), x[0]), t.sech2), du, t.sigma), x[1]);
+                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(xx, xx), hn::Set(d, 1.0f)));
+        const TanhParts t = TanhOf(d, TanhArg(d, xx));
+        const V grad = hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), xx), t.sech2), du, t.sigma);
+        y[0] = hn::Mul(grad, x[1]);
     });
 }
 void NormalCdfKernel(float* out, const float* inp, size_t n) {

@@ -13,8 +13,8 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void RmsNormForwardRows(float* out, float* rstd, const float* inp, const float* weight,
-                        float eps, size_t rows, size_t C) {
+void RmsNormForwardRows(float* out, float* rstd, const float* inp, const float* weight, float eps,
+                        size_t rows, size_t C) {
     const hn::ScalableTag<float> d;
     const size_t L = hn::Lanes(d);
     for (size_t r = 0; r < rows; r++, inp += C, out += C) {
@@ -84,14 +84,18 @@ HWY_INLINE void RmsNormBackwardRow(float* dinp, const float* dout, const float* 
 
 void RmsNormBackwardRows(float* dinp, const float* dout, const float* inp, const float* weight,
                          const float* rstd, size_t rows, size_t C) {
-    for (size_t r = 0; r < rows; r++)
-        RmsNormBackwardRow<true>(dinp + r * C, dout + r * C, inp + r * C, rstd[r], weight, rstd[r], C);
+    for (size_t r = 0; r < rows; r++) {
+        const size_t off = r * C;
+        RmsNormBackwardRow<true>(dinp + off, dout + off, inp + off, rstd[r], weight, rstd[r], C);
+    }
 }
 
 void RmsNormBackwardFromOutputRows(float* dinp, const float* dout, const float* out,
                                    const float* rstd, size_t rows, size_t C) {
-    for (size_t r = 0; r < rows; r++)
-        RmsNormBackwardRow<false>(dinp + r * C, dout + r * C, out + r * C, 1.0f, nullptr, rstd[r], C);
+    for (size_t r = 0; r < rows; r++) {
+        const size_t off = r * C;
+        RmsNormBackwardRow<false>(dinp + off, dout + off, out + off, 1.0f, nullptr, rstd[r], C);
+    }
 }
 
 }  // namespace hg::HWY_NAMESPACE
@@ -103,8 +107,8 @@ HWY_EXPORT(RmsNormForwardRows);
 HWY_EXPORT(RmsNormBackwardRows);
 HWY_EXPORT(RmsNormBackwardFromOutputRows);
 
-void rmsnorm_forward_rows(float* out, float* rstd, const float* inp, const float* weight,
-                          float eps, size_t rows, size_t C) {
+void rmsnorm_forward_rows(float* out, float* rstd, const float* inp, const float* weight, float eps,
+                          size_t rows, size_t C) {
     HWY_DYNAMIC_DISPATCH(RmsNormForwardRows)(out, rstd, inp, weight, eps, rows, C);
 }
 void rmsnorm_backward_rows(float* dinp, const float* dout, const float* inp, const float* weight,
