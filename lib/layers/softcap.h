@@ -16,9 +16,10 @@
 //
 // The backward reads the forward's output, not its input, so the forward can run in place
 // on the logits buffer (no second (N, V) array): sech²(z/S) = 1 - tanh²(z/S) = 1 - (y/S)².
-// Where the cap saturates (|z| > ~4S) that difference keeps an absolute error of about one
-// ulp of 1, i.e. dz is off by at most ~2e-7·|dout| in float; the gradient there is tiny
-// anyway, and the error is the size of the rounding in dlogits itself.
+// Where the cap saturates (|z| > ~4S) that difference keeps an absolute error of a few ulps
+// of 1 (the float output's own rounding, squared into t²), so dz is off by a few 1e-7·|dout|
+// in float rather than by a few ulps of dz; the gradient there is tiny anyway, and the error
+// is the size of the rounding in dlogits itself.
 #pragma once
 #include <cmath>
 #include <cstddef>
