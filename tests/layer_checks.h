@@ -2,8 +2,8 @@
 //   check_grad / check_grad_fails   one tensor's gradient against central differences (double,
 //                                   scalar twins): must pass, or, for a planted bug, must fail
 //   for_each_target                 a body run once per SIMD target this CPU supports
-//   worst_ratio, scaled_error       the float fast path against a twin: elementwise tolerance,
-//                                   or the largest error relative to the array's scale
+//   scaled_error                    the float fast path against a twin: the largest error
+//                                   relative to the array's scale
 //   check_writes_and_adds           the contract of a fast backward: which outputs it adds to
 //                                   (+=) and which it writes (=)
 //   check_same_bits_with_1_2_3_threads   results independent of the thread count
@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifdef _OPENMP
@@ -54,7 +55,8 @@ inline void check_grad_fails(const char* what, std::vector<double>& x,
     CHECK_FALSE(res.ok);
 }
 
-// Runs body() once per SIMD target, then restores normal dispatch (also on failure).
+// Runs body once per SIMD target, then restores normal dispatch (also on failure); body takes
+// the target's name or nothing.
 template <class F>
 void for_each_target(F body) {
     struct Restore {
@@ -66,26 +68,9 @@ void for_each_target(F body) {
         simd_force_target(t.bits);
         INFO("SIMD target " << t.name);
         REQUIRE(simd_current_target() == t.name);
-        body();
+        if constexpr (std::is_invocable_v<F, const std::string&>) body(t.name);
+        else body();
     }
-}
-
-template <class T>
-std::vector<double> to_double(const std::vector<T>& v) { return {v.begin(), v.end()}; }
-
-// max_i |got_i - want_i| / tol_i with tol_i = atol + rtol·|scale_i| (scale = want when null):
-// <= 1 means every entry is within tolerance; NaN anywhere gives NaN, which fails a <= 1 check.
-template <typename A, typename B>
-double worst_ratio(const std::vector<A>& got, const std::vector<B>& want, double atol, double rtol,
-                   const std::vector<float>* scale = nullptr) {
-    REQUIRE(got.size() == want.size());
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); i++) {
-        const double s = scale ? double((*scale)[i]) : double(want[i]);
-        const double r = std::fabs(double(got[i]) - double(want[i])) / (atol + rtol * std::fabs(s));
-        if (!(r <= worst)) worst = r;
-    }
-    return worst;
 }
 
 // max_i |got_i - want_i| / scale, by default scale = max_i |want_i|: the error relative to the

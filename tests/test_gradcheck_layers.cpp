@@ -18,9 +18,12 @@
 #include "lib/layers/linear.h"
 #include "lib/layers/residual.h"
 #include "tests/gradcheck.h"
+#include "tests/layer_checks.h"
 
 using namespace hg;
 using hg::test::ce_targets;
+using hg::test::check_grad;
+using hg::test::check_grad_fails;
 using hg::test::dot;
 using hg::test::gradcheck;
 using hg::test::GradCheckResult;
@@ -28,29 +31,6 @@ using hg::test::randn;
 using Vec = std::vector<double>;
 
 namespace {
-
-// Runs gradcheck and reports: CHECK that it passes, with the worst entry in the message.
-// input_scale sets the step h = 1e-5·scale: the truncation error is h²/6 times the third
-// derivative, and LayerNorm's grows like rstd³ ~ 1/scale³ (at scale 0.1 with h = 1e-5 the
-// check used 65% of its tolerance).
-void check_grad(const char* what, Vec& x, const Vec& analytic, const std::function<double()>& loss,
-                double input_scale = 1.0) {
-    REQUIRE(x.size() == analytic.size());
-    hg::test::GradCheck opt;
-    opt.h = 1e-5 * input_scale;
-    auto res = gradcheck(x.data(), x.size(), analytic.data(), loss, opt);
-    INFO(what << ": " << res.str());
-    CHECK(res.checked == x.size());  // every entry
-    CHECK(res.ok);
-}
-
-// The same check for a backward that is known to be wrong: the checker must reject it.
-void check_grad_fails(const char* what, Vec& x, const Vec& analytic,
-                      const std::function<double()>& loss) {
-    auto res = gradcheck(x.data(), x.size(), analytic.data(), loss);
-    INFO(what << " (planted bug): " << res.str());
-    CHECK_FALSE(res.ok);
-}
 
 // ---- LayerNorm -------------------------------------------------------------------------------
 

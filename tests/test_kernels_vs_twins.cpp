@@ -32,10 +32,10 @@
 #include "lib/layers/layernorm.h"
 #include "lib/layers/residual.h"
 #include "tests/gradcheck.h"
+#include "tests/layer_checks.h"
 
 using namespace hg;
-using hg::test::mismatches;
-using hg::test::randn;
+using namespace hg::test;
 using Floats = std::vector<float>;
 using Doubles = std::vector<double>;
 
@@ -45,38 +45,6 @@ constexpr double kEps = FLT_EPSILON;  // 1.19e-7, one ulp of 1.0f
 constexpr double kGeluFwdUlps = 3, kGeluBwdUlps = 4;
 constexpr double kLnVsFloatTwin = 2e-6, kLnVsDouble = 1e-6;
 const size_t kLengths[] = {1, 5, 7, 33, 127, 1000};
-
-// Runs body(target name) once per SIMD target, then restores normal dispatch (also on failure).
-template <class F>
-void for_each_target(F body) {
-    struct Restore {
-        ~Restore() { simd_force_target(0); }
-    } restore;
-    const auto targets = simd_targets();
-    REQUIRE(!targets.empty());
-    for (const auto& t : targets) {
-        simd_force_target(t.bits);
-        INFO("SIMD target " << t.name);
-        REQUIRE(simd_current_target() == t.name);
-        body(t.name);
-    }
-}
-
-template <class T>
-Doubles to_double(const std::vector<T>& v) { return Doubles(v.begin(), v.end()); }
-
-// max_i |a_i - ref_i| / scale, by default scale = max_i |ref_i|: the error relative to the
-// array's scale.
-template <class T>
-double scaled_error(const Floats& a, const std::vector<T>& ref, double scale = 0) {
-    double err = 0, max_ref = 0;
-    for (size_t i = 0; i < a.size(); i++) {
-        err = std::max(err, std::fabs(double(a[i]) - double(ref[i])));
-        max_ref = std::max(max_ref, std::fabs(double(ref[i])));
-    }
-    if (scale == 0) scale = max_ref;
-    return scale > 0 ? err / scale : err;
-}
 
 // The natural scale of LayerNorm's dinp = rstd·(g - mean(g) - x̂·mean(g⊙x̂)), g = dout⊙weight:
 // max over rows of rstd·max|g|. (max|dinp| can be ~0 by cancellation: C = 1 gives dinp = 0.)
@@ -119,7 +87,7 @@ TEST_CASE("Kernel Phi (its erf) is within 1e-7 of double erfc on [-20, 20]", "[s
     const size_t n = 40001;
     Floats x(n), phi(n);
     for (size_t i = 0; i < n; i++) x[i] = float(-20.0 + 1e-3 * double(i));
-    for_each_target([&](const std::string&) {
+    for_each_target([&] {
         normal_cdf_kernel(phi.data(), x.data(), n);
         double worst = 0;
         bool monotone = true, in_range = true;
@@ -139,7 +107,7 @@ TEST_CASE("Kernel Phi (its erf) is within 1e-7 of double erfc on [-20, 20]", "[s
 // ---- Kernels vs float twins, every target ----------------------------------------------------
 
 TEST_CASE("GELU kernels match the float twin on every SIMD target", "[simd][gelu]") {
-    for_each_target([&](const std::string&) {
+    for_each_target([&] {
         for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
             for (size_t n : kLengths)
                 for (double scale : {1.0, 10.0}) {
@@ -161,7 +129,7 @@ TEST_CASE("GELU kernels match the float twin on every SIMD target", "[simd][gelu
 }
 
 TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd][layernorm]") {
-    for_each_target([&](const std::string&) {
+    for_each_target([&] {
         for (size_t C_ : kLengths) {
             const int N = 3, C = int(C_);
             const size_t n = size_t(N) * C;
@@ -197,7 +165,7 @@ TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd]
 
 TEST_CASE("Residual, dropout and encoder kernels equal the float twin on every SIMD target "
           "(dropout backward within one rounding)", "[simd][residual][dropout][encoder]") {
-    for_each_target([&](const std::string&) {
+    for_each_target([&] {
         for (size_t n : kLengths) {
             CAPTURE(n);
             Floats a = randn<float>(n, 41 + n), b = randn<float>(n, 42 + n), g = randn<float>(n, 43 + n);
@@ -306,7 +274,7 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
 TEST_CASE("GELU kernels at extreme inputs: finite, with the right limits", "[simd][gelu]") {
     const Floats x = {-1e6f, -1e3f, -60.f, -12.f, 0.f, 12.f, 60.f, 1e3f, 1e6f};
     const size_t n = x.size();
-    for_each_target([&](const std::string&) {
+    for_each_target([&] {
         for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh}) {
             CAPTURE(kind_name(kind));
             Floats out(n), grad(n, 0.0f), ones(n, 1.0f);
@@ -366,18 +334,6 @@ TEST_CASE("Fast layers give bit-identical results with 1, 2 and 3 threads",
         r.insert(r.end(), {res, d1, d2, dr, dd, enc, dwte, dwpe});
         return r;
     };
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    const auto one = run();
-    for (int threads : {2, 3}) {
-        omp_set_num_threads(threads);
-        CAPTURE(threads);
-        const auto many = run();
-        for (size_t k = 0; k < one.size(); k++) {
-            CAPTURE(k);
-            CHECK(mismatches(one[k], many[k]) == 0);
-        }
-    }
-    omp_set_num_threads(saved);
+    check_same_bits_with_1_2_3_threads(run);
 }
 #endif

@@ -20,8 +20,10 @@
 #include "lib/layers/linear.h"
 #include "lib/layers/residual.h"
 #include "tests/gradcheck.h"
+#include "tests/layer_checks.h"
 
 using namespace hg;
+using hg::test::check_writes_and_adds;
 using hg::test::mismatches;
 using hg::test::randn;
 
@@ -32,46 +34,34 @@ TEST_CASE("Every fast backward adds into parameter gradients and writes input gr
     const int B = 2, T = 3, C = 37, V = 5, N = B * T;
     const size_t n = size_t(N) * C;
     auto f = [](size_t k, uint64_t seed) { return randn<float>(k, seed); };
-    // Runs `backward` into zeros and into g0 (random). Gradient k must come out as g0 + fresh
-    // when adds[k] (+=), and as fresh, whatever g0 held, when not (=).
-    auto check = [](const char* what, std::vector<std::vector<float>> g0, std::vector<bool> adds,
-                    const std::function<void(std::vector<std::vector<float>>&)>& backward) {
-        std::vector<std::vector<float>> fresh = g0, after = g0;
-        for (auto& g : fresh) std::fill(g.begin(), g.end(), 0.0f);
-        backward(fresh);
-        backward(after);
-        for (size_t k = 0; k < g0.size(); k++)
-            for (size_t i = 0; i < g0[k].size(); i++) {
-                INFO(what << ", gradient " << k << (adds[k] ? " (adds)" : " (writes)") << ", entry " << i);
-                const float want = adds[k] ? g0[k][i] + fresh[k][i] : fresh[k][i];
-                REQUIRE(after[k][i] == Approx(want).margin(1e-5));
-            }
-    };
     auto x = f(n, 1), dout = f(n, 2), w = f(C, 3), bias = f(C, 4);
     std::vector<float> out(n), mean(N), rstd(N);
     layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), N, C);
-    check("layernorm", {f(n, 5), f(C, 6), f(C, 7)}, {true, true, true}, [&](auto& g) {
+    check_writes_and_adds("layernorm", {f(n, 5), f(C, 6), f(C, 7)}, {true, true, true},
+                          [&](auto& g) {
         layernorm_backward(g[0].data(), g[1].data(), g[2].data(), dout.data(), x.data(), w.data(),
                            mean.data(), rstd.data(), N, C);
     });
-    check("residual", {f(n, 9), f(n, 10)}, {true, true}, [&](auto& g) {
+    check_writes_and_adds("residual", {f(n, 9), f(n, 10)}, {true, true}, [&](auto& g) {
         residual_backward(g[0].data(), g[1].data(), dout.data(), n);
     });
     const std::vector<int> idx = {4, 0, 4, 4, 1, 0};
-    check("encoder", {f(size_t(V) * C, 12), f(size_t(T) * C, 13)}, {true, true}, [&](auto& g) {
+    check_writes_and_adds("encoder", {f(size_t(V) * C, 12), f(size_t(T) * C, 13)}, {true, true},
+                          [&](auto& g) {
         encoder_backward(g[0].data(), g[1].data(), dout.data(), idx.data(), B, T, C);
     });
     for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh})
-        check("gelu", {f(n, 8)}, {false}, [&](auto& g) {
+        check_writes_and_adds("gelu", {f(n, 8)}, {false}, [&](auto& g) {
             gelu_backward(g[0].data(), x.data(), dout.data(), n, kind);
         });
     for (float p : {0.0f, 0.3f})
-        check("dropout", {f(n, 11)}, {false}, [&](auto& g) {
+        check_writes_and_adds("dropout", {f(n, 11)}, {false}, [&](auto& g) {
             dropout_backward(g[0].data(), dout.data(), n, Dropout{p, 5});
         });
     const int OC = 11;
     auto w_lin = f(size_t(OC) * C, 14), dout_lin = f(size_t(N) * OC, 15);
-    check("linear", {f(n, 16), f(size_t(OC) * C, 17), f(OC, 18)}, {false, true, true}, [&](auto& g) {
+    check_writes_and_adds("linear", {f(n, 16), f(size_t(OC) * C, 17), f(OC, 18)},
+                          {false, true, true}, [&](auto& g) {
         linear_backward(g[0].data(), g[1].data(), g[2].data(), dout_lin.data(), x.data(),
                         w_lin.data(), N, C, OC);
     });
@@ -82,7 +72,7 @@ TEST_CASE("Every fast backward adds into parameter gradients and writes input gr
     std::vector<float> att_out(dout_att.size()), att(size_t(B) * NH * Ta * Ta), scratch(att.size());
     for (float p : {0.0f, 0.3f}) {
         attention_forward(att_out.data(), att.data(), scratch.data(), qkv.data(), B, Ta, Ca, NH, Dropout{p, 7});
-        check("attention", {f(qkv.size(), 21)}, {false}, [&](auto& g) {
+        check_writes_and_adds("attention", {f(qkv.size(), 21)}, {false}, [&](auto& g) {
             attention_backward(g[0].data(), scratch.data(), dout_att.data(), qkv.data(), att.data(), B,
                                Ta, Ca, NH, Dropout{p, 7});
         });
@@ -92,7 +82,7 @@ TEST_CASE("Every fast backward adds into parameter gradients and writes input gr
     std::vector<float> probs(logits.size()), losses(N);
     const std::vector<int> targets = {1, -1, 4, 0, 2, 2};
     crossentropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), N, V);
-    check("crossentropy", {f(logits.size(), 23)}, {false}, [&](auto& g) {
+    check_writes_and_adds("crossentropy", {f(logits.size(), 23)}, {false}, [&](auto& g) {
         crossentropy_backward(g[0].data(), probs.data(), targets.data(), N, V, 1.0f);
     });
 }

@@ -14,7 +14,9 @@
 #include "lib/kernels/simd.h"
 #include "lib/kernels/softmax_kernels.h"
 #include "tests/gradcheck.h"
+#include "tests/layer_checks.h"
 
+using hg::test::for_each_target;
 using hg::test::randn;
 
 namespace {
@@ -26,18 +28,6 @@ constexpr double kAtol = 1e-6, kRtol = 4e-6;
 template <typename A, typename B>
 double worst(const A* got, const B* want, size_t n) {
     return hg::test::worst_ratio(got, want, n, kAtol, kRtol);
-}
-
-// Runs body(target_name) once per SIMD target, restoring normal dispatch afterwards.
-template <typename F>
-void for_each_target(F body) {
-    auto targets = hg::simd_targets();
-    REQUIRE(!targets.empty());
-    for (const auto& t : targets) {
-        hg::simd_force_target(t.bits);
-        body(t.name);
-    }
-    hg::simd_force_target(0);
 }
 
 }  // namespace
