@@ -29,7 +29,8 @@ std::optional<Replanned> TimeBudget::replan_if_due() {
     Replanned r;
     if (replan_at > 0 && iter == replan_at) {
         r.end_of_warmup = true;
-    } else if (!(iter > replan_iter0 && iter < c.max_iters && next_replan < 0.95 * c.time_budget &&
+    } else if (!(iter > replan_iter0 && iter >= c.schedule.warmup_iters && iter < c.max_iters &&
+                 next_replan < 0.95 * c.time_budget &&
                  dist_any(trainer.dist, train_seconds() >= next_replan))) {
         return std::nullopt;
     }

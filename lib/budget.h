@@ -5,7 +5,8 @@
 // it measures itself:
 //   - at the end of a warmup of at least 20 steps, from the time of the warmup's second half
 //     (the first steps of a run are often slower; steps settle after the first few dozen);
-//   - then each time another tenth of the budget is used (up to 95 % of it), from the steps
+//   - then each time another tenth of the budget is used (up to 95 % of it; never inside the
+//     warmup, whose lr does not depend on the plan), from the steps
 //     since the last plan: a machine's speed can drift by 10-20 % within minutes, and a run cut
 //     short of its plan would miss the end of its decay, the steps that lower the loss most.
 // Before each step it asks whether that step, at the latest step time, would overrun the

@@ -142,6 +142,24 @@ TEST_CASE("the budget controller re-plans at the warmup's end and each tenth, an
     }
 }
 
+TEST_CASE("a short warmup is never re-planned inside, however much of the budget the planning used", "[budget]") {
+    TrainConfig tc;
+    tc.batch_size = 2, tc.time_budget = 2, tc.schedule.warmup_iters = 4;  // too short to time: no end-of-warmup plan
+    TinyTrainer tiny(tc);
+    Trainer& tr = tiny.trainer;
+    // Timing the plan took a fifth of the budget, so the first tenth is past before step 0.
+    const BudgetPlan plan{0.05, 5, 0.4};
+    tr.apply_budget_plan(plan);
+    double now = plan.spent;
+    TimeBudget budget(tr, plan, [&] { return now; });
+    std::vector<int> replan_iters;
+    for (int iter = 0; iter < 12; iter++, tr.progress.iter_num++, now += 0.05)
+        if (budget.replan_if_due()) replan_iters.push_back(iter);
+    REQUIRE_FALSE(replan_iters.empty());
+    CHECK(replan_iters.front() == 4);  // the first iteration after the warmup
+    CHECK_NOTHROW(validate(tr.cfg.schedule));
+}
+
 TEST_CASE("a budgeted run on a clock of its own stops where the clock says, and replays without it", "[budget][train]") {
     TrainConfig tc;
     tc.batch_size = 2, tc.time_budget = 1, tc.schedule.warmup_iters = 20, tc.eval_interval = 25, tc.eval_iters = 2;
