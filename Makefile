@@ -187,13 +187,15 @@ test-mpi: deps-mpi data
 	HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=1 \
 	  ./$(BUILD)/tests "[mpi]" $(TEST_ARGS)
 
-# handgrad against the same step in PyTorch (Debian's python3-torch), side by side.
+# handgrad's build/train with each preset against nanoGPT's training loop in PyTorch
+# (tools/bench_torch.py, Debian's python3-torch), BENCH_RUNS alternating pairs per recipe, the
+# median of their ratios in one table (tools/bench.py). Three pairs: about 15 minutes on 2 cores.
 # The system Python, which has Debian's python3-torch; a pyenv python3 on PATH would not.
-PYTHON ?= /usr/bin/python3
-bench: build
-	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q '^install ok installed' || \
-	  ( SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); $$SUDO apt-get install -y -qq python3-torch >/dev/null )
-	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/bench.py $(BENCH_RUNS)
+PYTHON     ?= /usr/bin/python3
+BENCH_RUNS ?= 3
+BENCH_ARGS ?=
+bench: build data crosscheck-deps
+	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/bench.py --runs $(BENCH_RUNS) --data $(DATA) $(BENCH_ARGS)
 
 # The pictures of a run, PNGs in OUT_DIR: loss curves, parameters per component, attention of
 # every head, logits and causality, residual-stream norms (tools/plot.py, Debian's matplotlib).

@@ -1,66 +1,189 @@
 #!/usr/bin/env python3
-"""`make bench`: handgrad's build/bench and the same step in PyTorch, side by side, in one session.
+"""`make bench`: handgrad's build/train against nanoGPT's training loop, side by side, in one session.
 
-Prints a table of ms/step, the speed-up, achieved GFLOP/s against the sgemm ceiling measured in
-the same run, and peak memory of both. Ratios, not absolute times, are the result: both sides
-run on the same machine minutes apart.
+Each side is what its user runs. handgrad: `build/train` with a preset and no tuning flags (only
+the run's length, its data and a scratch out_dir), its ms/iter read from log.csv. PyTorch:
+tools/bench_torch.py, nanoGPT's model, optimizer and per-iteration loop, timed as nanoGPT times
+an iteration, with PyTorch's default threads. The recipes are nanoGPT's own.
+
+This machine's speed drifts by tens of percent within minutes, so every recipe runs as
+--runs pairs (the order flipped from pair to pair), and the result is the median of the
+pairs' ratios. The sgemm ceiling is measured in the same run (the best of several tries), with
+each recipe's floor: its matmul FLOPs at that rate.
+
+  /usr/bin/python3 tools/bench.py --runs 3 --data data/tinyshakespeare/input.txt [--only course]
 """
+import argparse
+import csv
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("HANDGRAD_BIN", "build")
-RUNS = [  # (label, preset, batch, block, dropout, steps)
-    ("course, B=12 T=64", "course", 12, 64, 0.0, 20),
-    ("baby GPT, B=64 T=256, dropout 0", "shakespeare-char", 64, 256, 0.0, 3),
-    ("baby GPT, B=64 T=256, dropout 0.2", "shakespeare-char", 64, 256, 0.2, 3),
-    ("GPT-2 small, B=4 T=64", "gpt2", 4, 64, 0.0, 3),
+
+
+@dataclass
+class Recipe:
+    name: str
+    label: str
+    handgrad: list   # build/train's flags: a preset, and only what the recipe itself changes
+    torch: dict      # tools/bench_torch.py's flags: the same recipe as nanoGPT runs it
+    iters: int       # iterations per run, of which the first `warmup` are not timed
+    warmup: int
+
+    def flops_per_iter(self):
+        """Training FLOPs of one iteration: 3 × (2 per weight + 2·T·C twice per layer for attention) per token."""
+        t = self.torch
+        L, C, T, B, V = t["n_layer"], t["n_embd"], t["block_size"], t["batch_size"], t.get("vocab_size", 65)
+        return 3 * (2 * (12 * L * C * C + C * V) + 4 * T * C * L) * B * T
+
+
+# nanoGPT's recipes. The baby GPT is config/train_shakespeare_char.py; the course is its README's
+# CPU run (that config with --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128
+# --max_iters=2000 --lr_decay_iters=2000 --dropout=0.0); GPT-2 small is train.py's default model
+# on the same characters. nanoGPT's bias is train.py's default (False) unless a recipe sets it.
+BABY = dict(n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=64, learning_rate=1e-3, min_lr=1e-4,
+            warmup_iters=100, lr_decay_iters=5000, beta2=0.99, bias=False)
+RECIPES = [
+    Recipe("course", "course: 4/4/128, T 64, B 12", ["--preset=course"],
+           dict(n_layer=4, n_head=4, n_embd=128, block_size=64, batch_size=12, dropout=0.0, learning_rate=1e-3,
+                min_lr=1e-4, warmup_iters=100, lr_decay_iters=2000, beta2=0.99, bias=False), 40, 10),
+    Recipe("baby", "baby GPT: 6/6/384, T 256, B 64, dropout 0.2", ["--preset=shakespeare-char"],
+           dict(BABY, dropout=0.2), 4, 1),
+    Recipe("baby0", "baby GPT, dropout 0", ["--preset=shakespeare-char", "--dropout=0"],
+           dict(BABY, dropout=0.0), 4, 1),
+    Recipe("gpt2", "GPT-2 small: 12/12/768, T 64, B 4", ["--preset=gpt2", "--batch_size=4", "--block_size=64"],
+           dict(n_layer=12, n_head=12, n_embd=768, block_size=64, batch_size=4, dropout=0.0, learning_rate=6e-4,
+                min_lr=6e-5, warmup_iters=2000, lr_decay_iters=600000, beta2=0.95, bias=False), 8, 2),
 ]
 
 
-def handgrad(preset, B, T, p, steps):
-    """The faster of handgrad's two thread settings: all threads on every layer (--batch_threads=1),
-    or one model replica per core on B / cores rows each (--batch_threads=cores), as PyTorch gets
-    the best of its thread settings."""
-    cores = os.cpu_count()
-    best = None
-    for bt in [1] + ([cores] if cores > 1 and B % cores == 0 else []):
-        cmd = [f"{BUILD}/bench", f"--preset={preset}", f"--batch_size={B}", f"--block_size={T}", f"--dropout={p}",
-               f"--steps={steps}", "--warmup=1", f"--batch_threads={bt}", "--json"]
-        r = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-        if best is None or r["ms_median"] < best["ms_median"]:
-            best = r
-    return best
+def run_measured(cmd, out_path):
+    """Runs cmd with stdout and stderr to out_path; returns (exit status, peak RSS in MiB)."""
+    with open(out_path, "w") as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, usage.ru_maxrss / 1024
 
 
-def torch(preset, B, T, p, steps):
-    cmd = [sys.executable, os.path.join(HERE, "bench_torch.py"), "--preset", preset, "--batch_size", str(B),
-           "--block_size", str(T), "--dropout", str(p), "--steps", str(steps), "--warmup", "1", "--json"]
-    return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+def fail(what, log_path):
+    with open(log_path) as f:
+        tail = f.read()[-2000:]
+    sys.exit(f"error: {what} failed; the end of its output ({log_path}):\n{tail}")
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def run_handgrad(r, data, scratch):
+    out_dir = os.path.join(scratch, f"hg-{r.name}")
+    log = out_dir + ".log"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    # Only the run's length and bookkeeping: a loss estimate of one batch at the start and the
+    # end (their time is not in ms/iter), a log line per iteration.
+    cmd = [f"{BUILD}/train", *r.handgrad, f"--max_iters={r.iters}", "--eval_interval=1000000", "--eval_iters=1",
+           "--log_interval=1", "--always_save_checkpoint=false", f"--data={data}", f"--out_dir={out_dir}"]
+    rc, rss = run_measured(cmd, log)
+    if rc != 0:
+        fail(" ".join(cmd), log)
+    with open(os.path.join(out_dir, "log.csv")) as f:
+        ms = [float(row["ms_per_iter"]) for row in csv.DictReader(f) if row["kind"] == "train"]
+    with open(log) as f:
+        text = f.read()
+    model = re.search(r"^model: .*\((.*)\)$", text, re.M)
+    threads = re.search(r"^threads: (.*?), SIMD", text, re.M)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return {"ms": median(ms[r.warmup:]), "rss": rss, "layout": model.group(1) if model else "?",
+            "threads": threads.group(1) if threads else "?"}
+
+
+def run_torch(r, data, scratch, threads):
+    log = os.path.join(scratch, f"pt-{r.name}.log")
+    cmd = [sys.executable, os.path.join(HERE, "bench_torch.py"), f"--data={data}",
+           f"--cache={os.path.join(scratch, 'tokens')}", f"--iters={r.iters}", f"--warmup={r.warmup}", "--json"]
+    cmd += [f"--{k}={v}" for k, v in r.torch.items()]
+    if threads:
+        cmd.append(f"--threads={threads}")
+    rc, rss = run_measured(cmd, log)
+    if rc != 0:
+        fail(" ".join(cmd), log)
+    with open(log) as f:
+        j = json.loads(f.read().strip().splitlines()[-1])
+    return {"ms": j["ms_median"], "rss": rss, "threads": j["torch_threads"],
+            "layout": f"bias={j['bias']}, tied, dropout {r.torch.get('dropout', 0.0)}"}
+
+
+def sgemm_ceiling():
+    """build/bench's sgemm ceiling (the best of its 2048³ calls on all threads), on a tiny model."""
+    cmd = [f"{BUILD}/bench", "--preset=lesson14", "--batch_size=1", "--steps=1", "--warmup=0", "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["sgemm_ceiling_gflops"]
 
 
 def main():
-    only = sys.argv[1:]  # optional labels' first words to run, e.g. "course"
+    ap = argparse.ArgumentParser(description="handgrad's build/train against nanoGPT's loop in PyTorch")
+    ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", "3")),
+                    help="pairs per recipe (default: $BENCH_RUNS, else 3)")
+    ap.add_argument("--data", default="data/tinyshakespeare/input.txt")
+    ap.add_argument("--only", nargs="*", default=[], help=f"recipes: {' '.join(r.name for r in RECIPES)}")
+    ap.add_argument("--torch_threads", type=int, default=0, help="PyTorch's threads (0: its default, as nanoGPT)")
+    a = ap.parse_args()
+    unknown = set(a.only) - {r.name for r in RECIPES}
+    if unknown or a.runs < 1:
+        ap.error(f"unknown recipe {sorted(unknown)}" if unknown else "--runs must be positive")
+    if not os.path.exists(a.data):
+        ap.error(f"{a.data} does not exist (make data)")
+    recipes = [r for r in RECIPES if not a.only or r.name in a.only]
+
+    scratch = tempfile.mkdtemp(prefix="handgrad-bench-")
+    print(f"bench: {a.runs} pairs per recipe; load average {os.getloadavg()[0]:.2f} at the start", flush=True)
+    ceilings = [sgemm_ceiling()]
     rows = []
-    for label, preset, B, T, p, steps in RUNS:
-        if only and not any(label.startswith(o) for o in only):
-            continue
-        h = handgrad(preset, B, T, p, steps)
-        t = torch(preset, B, T, p, steps)
-        rows.append((label, h, t))
-        print(f"{label}: handgrad {h['ms_median']:.1f} ms ({h['batch_threads']} batch threads), "
-              f"PyTorch {t['ms_median']:.1f} ms ({t['torch_threads']} torch + {t['blas_threads']} BLAS threads)",
-              flush=True)
+    t_start = time.time()
+    for r in recipes:
+        pairs = []
+        for i in range(a.runs):
+            order = ("torch", "handgrad") if i % 2 == 0 else ("handgrad", "torch")
+            res = {side: (run_torch(r, a.data, scratch, a.torch_threads) if side == "torch"
+                          else run_handgrad(r, a.data, scratch)) for side in order}
+            pairs.append(res)
+            print(f"  {r.name} pair {i + 1}: nanoGPT loop {res['torch']['ms']:.1f} ms, handgrad "
+                  f"{res['handgrad']['ms']:.1f} ms: {res['torch']['ms'] / res['handgrad']['ms']:.2f}×", flush=True)
+        ceilings.append(sgemm_ceiling())
+        rows.append((r, pairs))
+    shutil.rmtree(scratch, ignore_errors=True)
+    ceiling = max(ceilings)
+
+    print(f"\nsgemm ceiling {ceiling:.0f} GFLOP/s (best of {len(ceilings)} tries, {min(ceilings):.0f} at worst); "
+          f"load average {os.getloadavg()[0]:.2f} at the end; {(time.time() - t_start) / 60:.1f} min\n")
+    print(f"| recipe | nanoGPT's loop ms/iter | handgrad ms/iter | speed-up, median of {a.runs} (range) "
+          f"| floor at the ceiling | peak MiB nanoGPT / handgrad |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r, pairs in rows:
+        ratios = [p["torch"]["ms"] / p["handgrad"]["ms"] for p in pairs]
+        pt = median([p["torch"]["ms"] for p in pairs])
+        hg = median([p["handgrad"]["ms"] for p in pairs])
+        floor = r.flops_per_iter() / (ceiling * 1e9) * 1000
+        rss_pt = max(p["torch"]["rss"] for p in pairs)
+        rss_hg = max(p["handgrad"]["rss"] for p in pairs)
+        print(f"| {r.label} | {pt:.1f} | {hg:.1f} | {median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}) "
+              f"| {floor:.1f} ms | {rss_pt:.0f} / {rss_hg:.0f} ({rss_hg / rss_pt:.2f}×) |")
     print()
-    print("| run | handgrad ms/step | PyTorch ms/step | speed-up | handgrad GFLOP/s | of sgemm ceiling "
-          "| peak MiB handgrad / PyTorch |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for label, h, t in rows:
-        print(f"| {label} | {h['ms_median']:.1f} | {t['ms_median']:.1f} | {t['ms_median'] / h['ms_median']:.2f}× "
-              f"| {h['gflops']:.1f} | {100 * h['ceiling_ratio']:.0f} % of {h['sgemm_ceiling_gflops']:.0f} "
-              f"| {h['peak_rss_mib']:.0f} / {t['peak_rss_mib']:.0f} ({h['peak_rss_mib'] / t['peak_rss_mib']:.2f}×) |")
+    for r, pairs in rows:
+        t, h = pairs[0]["torch"], pairs[0]["handgrad"]
+        print(f"{r.name}: nanoGPT's loop {t['layout']}, {t['threads']} torch threads; "
+              f"handgrad {' '.join(r.handgrad)}: {h['layout']}, threads {h['threads']}")
 
 
 if __name__ == "__main__":
