@@ -124,6 +124,11 @@ def run_torch(r, data, scratch, threads):
             "layout": f"bias={j['bias']}, tied, dropout {r.torch.get('dropout', 0.0)}"}
 
 
+def torch_version():
+    cmd = [sys.executable, "-c", "import torch; print(torch.__version__)"]
+    return subprocess.run(cmd, capture_output=True, text=True).stdout.strip() or "?"
+
+
 def sgemm_ceiling():
     """build/bench's sgemm ceiling (the best of its 2048³ calls on all threads), on a tiny model."""
     cmd = [f"{BUILD}/bench", "--preset=lesson14", "--batch_size=1", "--steps=1", "--warmup=0", "--json"]
@@ -133,6 +138,7 @@ def sgemm_ceiling():
 
 def main():
     ap = argparse.ArgumentParser(description="handgrad's build/train against nanoGPT's loop in PyTorch")
+    ap.error = lambda msg: sys.exit(f"error: {msg}")  # one line, not the usage text
     ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", "3")),
                     help="pairs per recipe (default: $BENCH_RUNS, else 3)")
     ap.add_argument("--data", default="data/tinyshakespeare/input.txt")
@@ -167,6 +173,7 @@ def main():
 
     print(f"\nsgemm ceiling {ceiling:.0f} GFLOP/s (best of {len(ceilings)} tries, {min(ceilings):.0f} at worst); "
           f"load average {os.getloadavg()[0]:.2f} at the end; {(time.time() - t_start) / 60:.1f} min\n")
+    print("nanoGPT's loop: tools/bench_torch.py, PyTorch " + torch_version() + "; handgrad: build/train, ms/iter from its log.csv\n")
     print(f"| recipe | nanoGPT's loop ms/iter | handgrad ms/iter | speed-up, median of {a.runs} (range) "
           f"| floor at the ceiling | peak MiB nanoGPT / handgrad |")
     print("|---|---:|---:|---:|---:|---:|")

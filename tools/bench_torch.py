@@ -205,6 +205,7 @@ def parse_bool(s):
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.error = lambda msg: sys.exit(f"error: {msg}")  # one line, not the usage text
     add = ap.add_argument
     add("--data", default="data/tinyshakespeare/input.txt", help="a UTF-8 text file")
     add("--cache", default="build/bench-data", help="where train.bin and val.bin are written")
@@ -233,6 +234,8 @@ def parse_args(argv):
     add("--log", action="store_true", help="a line per iteration: loss and time")
     add("--json", action="store_true", help="one JSON object")
     a = ap.parse_args(argv)
+    if not os.path.isfile(a.data):
+        ap.error(f"{a.data}: no such file")
     if a.iters <= a.warmup or a.warmup < 0:
         ap.error("--iters must exceed --warmup (>= 0)")
     for name in ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "gradient_accumulation_steps"):
