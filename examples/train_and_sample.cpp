@@ -1,0 +1,67 @@
+// train_and_sample.cpp — handgrad used as a library: a small GPT trained on a text, saved, sampled.
+//
+//   c++ train_and_sample.cpp $(pkg-config --cflags --libs handgrad) -o train_and_sample
+//   ./train_and_sample [--data=FILE] [--out=example.safetensors]    (default: a sonnet, built in)
+//
+// It lives in examples/, outside the in-tree build (lib/, apps/*.cpp and tests/ compile against
+// the source tree with -I.), and includes only installed <handgrad/...> headers: it is written as
+// a program of one's own is written, and `make example-check` builds it the way such a program
+// is built, from an installed copy with pkg-config alone (docs/library.md).
+#include <handgrad/checkpoint.h>
+#include <handgrad/data.h>
+#include <handgrad/sample.h>
+#include <handgrad/trainer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+static const char* kSonnet =  // Shakespeare, Sonnet 18 (1609)
+    "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate:\n"
+    "Rough winds do shake the darling buds of May,\nAnd summer's lease hath all too short a date;\n"
+    "Sometime too hot the eye of heaven shines,\nAnd often is his gold complexion dimm'd;\n"
+    "And every fair from fair sometime declines,\nBy chance or nature's changing course untrimm'd;\n"
+    "But thy eternal summer shall not fade,\nNor lose possession of that fair thou ow'st;\n"
+    "Nor shall death brag thou wander'st in his shade,\nWhen in eternal lines to time thou grow'st:\n"
+    "So long as men can breathe or eyes can see,\nSo long lives this, and this gives life to thee.\n";
+
+int main(int argc, char** argv) try {
+    std::string text = kSonnet, out = "example.safetensors";
+    for (int i = 1; i < argc; i++) {
+        const std::string arg = argv[i];
+        if (arg.rfind("--data=", 0) == 0) text = hg::read_text_file(arg.substr(7));
+        else if (arg.rfind("--out=", 0) == 0) out = arg.substr(6);
+        else hg::fail("unknown argument '{}' (--data=FILE, --out=PATH)", arg);
+    }
+    const hg::Tokenizer tok = hg::Tokenizer::from_text(text);  // one token per character
+    const hg::Split split = hg::split_train_val(tok.encode(text));  // 90 % train, 10 % val
+
+    hg::GPTConfig config = hg::preset("course");  // then smaller: 2 blocks, 4 heads, 64 channels
+    config.vocab_size = tok.size(), config.n_layer = 2, config.n_embd = 64, config.block_size = 32;
+    hg::TrainConfig train;  // batches of 16; 300 AdamW steps, lr 3e-3 after 30 of warmup, cosine to 3e-4
+    train.batch_size = 16, train.max_iters = 300, train.schedule = {3e-3, 3e-4, 30, 300};
+
+    hg::Trainer trainer;  // start() builds the model and every arena; the steps allocate nothing
+    trainer.start(config, train, tok.vocab, split.train, split.val);
+    std::printf("loss before training: %.4f\n", trainer.estimate_loss(split.train));  // on the train split
+    for (int iter = 0; iter < train.max_iters; iter++) trainer.step();
+    std::printf("loss after %d steps: %.4f\n", train.max_iters, trainer.estimate_loss(split.train));
+    trainer.save(out);  // weights, AdamW moments and progress: build/sample reads it, resume() goes on from it
+    std::printf("saved %s\n", out.c_str());
+
+    // Sampling from the trained model: one row, its context cropped to the last block_size tokens.
+    const int V = config.vocab_size;
+    std::vector<int> ids = tok.encode(text.substr(0, 1));
+    hg::Rng rng(1337);
+    for (int i = 0; i < 200; i++) {
+        const int n = std::min(int(ids.size()), config.block_size);
+        hg::gpt_forward(trainer.model, ids.data() + ids.size() - n, nullptr, 1, n);
+        ids.push_back(hg::sample_token(trainer.model.acts.logits + size_t(n - 1) * V, V, 0.8f, 0, rng));
+    }
+    std::printf("sample:\n%s\n", tok.decode(ids.data(), ids.size()).c_str());
+    return 0;
+} catch (const std::exception& e) {  // hg::Error: a bad argument, file or size, in one line
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+}
