@@ -274,7 +274,7 @@ crosscheck: build data crosscheck-deps
 # ---------------------------------------------------------------------------------------------
 # handgrad as a library other programs link (docs/library.md).
 #   make install [PREFIX=/usr/local] [DESTDIR=staging dir] [SHARED=0: the static library only]
-#   make uninstall [PREFIX=...] [DESTDIR=...]   removes what the install manifest lists
+#   make uninstall [PREFIX=...] [DESTDIR=...]   removes what the install's manifest lists
 #   make example-check   examples/ built and run against an installed copy (tools/example_check.sh)
 #
 # The public headers: every header of lib/, lib/layers/ and lib/kernels/, except Highway's
@@ -294,9 +294,6 @@ HG_VERSION  := 0.1.0
 # The soname carries major.minor: before 1.0 no two minor versions promise the same ABI.
 HG_SO       := libhandgrad.so.$(basename $(HG_VERSION))
 HG_HEADERS  := $(filter-out %-inl.h,$(sort $(wildcard lib/*.h lib/*/*.h)))
-HG_INCDIR    = $(PREFIX)/include/handgrad
-HG_LIBDIR    = $(PREFIX)/lib
-HG_MANIFEST  = $(PREFIX)/share/handgrad/install_manifest.txt
 HG_BUILT    := $(BUILD)/libhandgrad.a $(if $(filter 1,$(SHARED)),$(BUILD)/$(HG_SO))
 # The shared library's objects: the same sources compiled position-independent, apart.
 LIB_PIC_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj-pic/%.o)
@@ -315,44 +312,18 @@ $(BUILD)/obj-pic/lib/dist.o: $(BUILD)/mpi-$(MPI).stamp
 $(BUILD)/$(HG_SO): $(LIB_PIC_OBJ)
 	$(CXX) -shared -Wl,-soname,$(HG_SO) -Wl,-z,defs $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-# Every file it writes, and every directory it had to create, goes into the manifest, which is
-# installed too; installing again first removes the files the previous manifest lists.
+# tools/install.sh writes the files and the manifest of what it wrote (and uninstalls from it);
+# handgrad.pc is lib/handgrad.pc.in with this build's prefix, version, OpenMP, OpenBLAS and MPI.
 install:
-	@case '$(PREFIX)' in /*) ;; *) echo "error: PREFIX must be an absolute path (got '$(PREFIX)')"; exit 1;; esac
-	@case '$(DESTDIR)$(PREFIX)' in *' '*) echo "error: PREFIX and DESTDIR must not contain spaces"; exit 1;; esac
 	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) $(HG_BUILT)
-	@set -e; root='$(DESTDIR)'; manifest='$(HG_MANIFEST)'; \
-	old=$$(cat "$$root$$manifest" 2>/dev/null || true); \
-	for f in $$(printf '%s\n' $$old | grep -v '/$$' || true); do rm -f "$$root$$f"; done; \
-	files=''; dirs=$$(printf '%s\n' $$old | grep '/$$' || true); \
-	need_dir() { [ -d "$$root$$1" ] && return 0; [ "$$1" = / ] && { mkdir -p "$$root"; return 0; }; need_dir "$$(dirname "$$1")"; mkdir "$$root$$1"; dirs="$$dirs $$1/"; }; \
-	put() { need_dir "$$(dirname "$$1")"; files="$$files $$1"; }; \
-	for h in $(HG_HEADERS); do \
-	  dst='$(HG_INCDIR)'/$${h#lib/}; put "$$dst"; \
-	  sed 's|^#include "lib/\(.*\)"|#include <handgrad/\1>|' "$$h" > "$$root$$dst"; chmod 644 "$$root$$dst"; \
-	done; \
-	put '$(HG_LIBDIR)/libhandgrad.a'; install -m 644 $(BUILD)/libhandgrad.a "$$root$(HG_LIBDIR)/libhandgrad.a"; \
-	if [ '$(SHARED)' = 1 ]; then \
-	  put '$(HG_LIBDIR)/$(HG_SO)'; install -m 755 $(BUILD)/$(HG_SO) "$$root$(HG_LIBDIR)/$(HG_SO)"; \
-	  put '$(HG_LIBDIR)/libhandgrad.so'; ln -sf $(HG_SO) "$$root$(HG_LIBDIR)/libhandgrad.so"; \
-	fi; \
-	put '$(HG_LIBDIR)/pkgconfig/handgrad.pc'; \
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(HG_VERSION)|' -e 's|@BLASDIR@|$(BLASDIR)|g' \
-	    -e 's|@OPENMP@|$(if $(filter 1,$(OPENMP)),-fopenmp )|' -e 's|@MPI@|$(if $(HG_MPI_LIBS), $(HG_MPI_LIBS))|' \
-	    lib/handgrad.pc.in > "$$root$(HG_LIBDIR)/pkgconfig/handgrad.pc"; \
-	put "$$manifest"; printf '%s\n' $$files $$dirs > "$$root$$manifest"; \
-	echo "installed handgrad $(HG_VERSION) in $$root$(PREFIX): $$(printf '%s\n' $$files | wc -l) files, listed in $$root$$manifest"
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(HG_VERSION)|' -e 's|@BLASDIR@|$(BLASDIR)|g' \
+	  -e 's|@OPENMP@|$(if $(filter 1,$(OPENMP)),-fopenmp )|' \
+	  -e 's|@MPI@|$(if $(HG_MPI_LIBS), $(HG_MPI_LIBS))|' lib/handgrad.pc.in > $(BUILD)/handgrad.pc
+	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' HEADERS='$(HG_HEADERS)' LIBS='$(HG_BUILT)' \
+	  PC=$(BUILD)/handgrad.pc bash tools/install.sh install
 
-# Exactly the manifest's files, then its directories that are empty now (deepest first): a
-# directory that held something before, or holds something of someone else's now, stays.
 uninstall:
-	@set -e; root='$(DESTDIR)'; manifest="$$root$(HG_MANIFEST)"; \
-	[ -f "$$manifest" ] || { echo "error: no handgrad installed in $$root$(PREFIX) (no $$manifest)"; exit 1; }; \
-	list=$$(cat "$$manifest"); \
-	for f in $$(printf '%s\n' $$list | grep -v '/$$'); do rm -f "$$root$$f"; done; \
-	for d in $$(printf '%s\n' $$list | grep '/$$' | sort -r); do \
-	  rmdir "$$root$$d" 2>/dev/null || echo "kept $$root$$d: not empty"; done; \
-	echo "removed handgrad from $$root$(PREFIX)"
+	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' bash tools/install.sh uninstall
 
 # The example as a user builds it, against an installed copy (tools/example_check.sh says what
 # it checks): linked to the shared library, then (SHARED=0) to the static one.

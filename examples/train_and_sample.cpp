@@ -18,13 +18,20 @@
 #include <vector>
 
 static const char* kSonnet =  // Shakespeare, Sonnet 18 (1609)
-    "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate:\n"
-    "Rough winds do shake the darling buds of May,\nAnd summer's lease hath all too short a date;\n"
-    "Sometime too hot the eye of heaven shines,\nAnd often is his gold complexion dimm'd;\n"
-    "And every fair from fair sometime declines,\nBy chance or nature's changing course untrimm'd;\n"
-    "But thy eternal summer shall not fade,\nNor lose possession of that fair thou ow'st;\n"
-    "Nor shall death brag thou wander'st in his shade,\nWhen in eternal lines to time thou grow'st:\n"
-    "So long as men can breathe or eyes can see,\nSo long lives this, and this gives life to thee.\n";
+    "Shall I compare thee to a summer's day?\n"
+    "Thou art more lovely and more temperate:\n"
+    "Rough winds do shake the darling buds of May,\n"
+    "And summer's lease hath all too short a date;\n"
+    "Sometime too hot the eye of heaven shines,\n"
+    "And often is his gold complexion dimm'd;\n"
+    "And every fair from fair sometime declines,\n"
+    "By chance or nature's changing course untrimm'd;\n"
+    "But thy eternal summer shall not fade,\n"
+    "Nor lose possession of that fair thou ow'st;\n"
+    "Nor shall death brag thou wander'st in his shade,\n"
+    "When in eternal lines to time thou grow'st:\n"
+    "So long as men can breathe or eyes can see,\n"
+    "So long lives this, and this gives life to thee.\n";
 
 int main(int argc, char** argv) try {
     std::string text = kSonnet, out = "example.safetensors";
@@ -39,15 +46,15 @@ int main(int argc, char** argv) try {
 
     hg::GPTConfig config = hg::preset("course");  // then smaller: 2 blocks, 4 heads, 64 channels
     config.vocab_size = tok.size(), config.n_layer = 2, config.n_embd = 64, config.block_size = 32;
-    hg::TrainConfig train;  // batches of 16; 300 AdamW steps, lr 3e-3 after 30 of warmup, cosine to 3e-4
+    hg::TrainConfig train;  // batches of 16, 300 steps; lr: 30 steps up to 3e-3, cosine to 3e-4
     train.batch_size = 16, train.max_iters = 300, train.schedule = {3e-3, 3e-4, 30, 300};
 
     hg::Trainer trainer;  // start() builds the model and every arena; the steps allocate nothing
     trainer.start(config, train, tok.vocab, split.train, split.val);
-    std::printf("loss before training: %.4f\n", trainer.estimate_loss(split.train));  // on the train split
+    std::printf("loss before training: %.4f\n", trainer.estimate_loss(split.train));  // train split
     for (int iter = 0; iter < train.max_iters; iter++) trainer.step();
     std::printf("loss after %d steps: %.4f\n", train.max_iters, trainer.estimate_loss(split.train));
-    trainer.save(out);  // weights, AdamW moments and progress: build/sample reads it, resume() goes on from it
+    trainer.save(out);  // weights, AdamW moments, progress: build/sample reads it, resume() goes on
     std::printf("saved %s\n", out.c_str());
 
     // Sampling from the trained model: one row, its context cropped to the last block_size tokens.
@@ -57,7 +64,8 @@ int main(int argc, char** argv) try {
     for (int i = 0; i < 200; i++) {
         const int n = std::min(int(ids.size()), config.block_size);
         hg::gpt_forward(trainer.model, ids.data() + ids.size() - n, nullptr, 1, n);
-        ids.push_back(hg::sample_token(trainer.model.acts.logits + size_t(n - 1) * V, V, 0.8f, 0, rng));
+        const float* logits = trainer.model.acts.logits + size_t(n - 1) * V;  // the last position's
+        ids.push_back(hg::sample_token(logits, V, 0.8f, 0, rng));
     }
     std::printf("sample:\n%s\n", tok.decode(ids.data(), ids.size()).c_str());
     return 0;
