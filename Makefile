@@ -275,7 +275,7 @@ crosscheck: build data crosscheck-deps
 # handgrad as a library other programs link (docs/library.md).
 #   make install [PREFIX=/usr/local] [DESTDIR=staging dir] [SHARED=0: the static library only]
 #   make uninstall [PREFIX=...] [DESTDIR=...]   removes what the install's manifest lists
-#   make example-check   examples/ built and run against an installed copy (tools/example_check.sh)
+#   make example-check   apps/example/ built and run against an installed copy (tools/example_check.sh)
 #
 # The public headers: every header of lib/, lib/layers/ and lib/kernels/, except Highway's
 # per-target fragments (*-inl.h: they compile only inside a foreach_target.h unit). The model,

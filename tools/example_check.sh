@@ -6,7 +6,7 @@
 # --static`, which adds the libraries a static link needs):
 #   1. make install PREFIX=$prefix; every installed header compiles on its own, from the prefix,
 #      with pkg-config's Cflags alone and the project's warnings as errors (first pass only);
-#   2. examples/train_and_sample.cpp is compiled from a directory outside the tree with nothing but
+#   2. apps/example/train_and_sample.cpp is compiled from a directory outside the tree with nothing but
 #      pkg-config's flags, and linked to the library it should be (or not: the static pass);
 #   3. it runs: its loss after training must be below its loss before by at least 1 nat, and
 #      build/sample must read the checkpoint it wrote and print text;
@@ -70,7 +70,7 @@ for kind in shared static; do
     libs=$(pkg-config --static --cflags --libs handgrad)
   fi
 
-  cp examples/train_and_sample.cpp "$work/"
+  cp apps/example/train_and_sample.cpp "$work/"
   say "$CXX train_and_sample.cpp $libs"
   # shellcheck disable=SC2086
   (cd "$work" && "$CXX" train_and_sample.cpp $libs -o train_and_sample) ||

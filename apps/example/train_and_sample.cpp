@@ -3,8 +3,9 @@
 //   c++ train_and_sample.cpp $(pkg-config --cflags --libs handgrad) -o train_and_sample
 //   ./train_and_sample [--data=FILE] [--out=example.safetensors]    (default: a sonnet, built in)
 //
-// It lives in examples/, outside the in-tree build (lib/, apps/*.cpp and tests/ compile against
-// the source tree with -I.), and includes only installed <handgrad/...> headers: it is written as
+// It lives in apps/example/, beside the apps but outside the in-tree build (lib/, apps/*.cpp and
+// tests/ compile against the source tree with -I.; this folder is not among them), and includes
+// only installed <handgrad/...> headers: it is written as
 // a program of one's own is written, and `make example-check` builds it the way such a program
 // is built, from an installed copy with pkg-config alone (docs/library.md).
 #include <handgrad/checkpoint.h>
