@@ -7,13 +7,15 @@
 
 #include "lib/errors.h"
 #include "lib/kernels/adamw.h"
+#include "lib/parallel.h"
 
 namespace hg {
 
 namespace {
 
-// Elements per chunk of the parallel loops: 16K floats = 64 KiB per array, large enough that
-// a thread's share dwarfs the scheduling cost, small enough to spread a tensor over threads.
+// Elements per piece of parallel work (lib/parallel.h): 16K floats = 64 KiB per array, large
+// enough that a thread's share dwarfs the scheduling cost, small enough to spread a tensor over
+// threads.
 constexpr size_t kChunk = size_t(1) << 14;
 
 }  // namespace
@@ -26,17 +28,11 @@ void adamw_step(float* params, const float* grads, float* m, float* v,
     const float bc2 = float(1.0 - std::pow(double(cfg.beta2), step));
     for (const ParamSpan& s : spans) {
         const float wd = s.decays ? cfg.weight_decay : 0.0f;
-        const long n_chunks = long((s.size + kChunk - 1) / kChunk);
-        // Small tensors (biases, LayerNorm) are not worth waking the threads for.
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n_chunks > 1)
-#endif
-        for (long c = 0; c < n_chunks; c++) {
-            const size_t begin = s.offset + size_t(c) * kChunk;
-            const size_t n = std::min(kChunk, s.offset + s.size - begin);
+        for_pieces(s.size, kChunk, 1, [&](size_t i0, size_t n) {
+            const size_t begin = s.offset + i0;
             adamw_update(params + begin, grads + begin, m + begin, v + begin, n, lr, cfg.beta1,
                          cfg.beta2, cfg.eps, wd, bc1, bc2);
-        }
+        });
     }
 }
 
@@ -44,19 +40,15 @@ double grad_global_norm(const float* grads, size_t n) {
     // At most kMaxChunks chunks, so the partial sums fit on the stack (no allocation per step).
     constexpr size_t kMaxChunks = 256;
     const size_t chunk = std::max(kChunk, (n + kMaxChunks - 1) / kMaxChunks);
-    const long n_chunks = long((n + chunk - 1) / chunk);
+    const size_t n_chunks = (n + chunk - 1) / chunk;
     std::array<double, kMaxChunks> partial{};
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n_chunks > 1)
-#endif
-    for (long c = 0; c < n_chunks; c++) {
-        const size_t begin = size_t(c) * chunk, end = std::min(n, begin + chunk);
+    for_pieces(n, chunk, 1, [&](size_t begin, size_t len) {
         double sum = 0;
-        for (size_t i = begin; i < end; i++) sum += double(grads[i]) * double(grads[i]);
-        partial[c] = sum;
-    }
+        for (size_t i = begin; i < begin + len; i++) sum += double(grads[i]) * double(grads[i]);
+        partial[begin / chunk] = sum;
+    });
     double sum = 0;
-    for (long c = 0; c < n_chunks; c++) sum += partial[c];  // in index order, on one thread
+    for (size_t c = 0; c < n_chunks; c++) sum += partial[c];  // in index order, on one thread
     return std::sqrt(sum);
 }
 
@@ -65,14 +57,9 @@ double clip_grad_norm(float* grads, size_t n, double max_norm) {
     if (max_norm > 0 && norm > max_norm) {
         // PyTorch: clip_coef = max_norm / (total_norm + 1e-6), applied as a float multiply.
         const float scale = float(max_norm / (norm + 1e-6));
-        const long n_chunks = long((n + kChunk - 1) / kChunk);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n_chunks > 1)
-#endif
-        for (long c = 0; c < n_chunks; c++) {
-            const size_t begin = size_t(c) * kChunk, end = std::min(n, begin + kChunk);
-            for (size_t i = begin; i < end; i++) grads[i] *= scale;
-        }
+        for_pieces(n, kChunk, 1, [&](size_t begin, size_t len) {
+            for (size_t i = begin; i < begin + len; i++) grads[i] *= scale;
+        });
     }
     return norm;
 }
