@@ -27,8 +27,7 @@ struct ModelFlags {
     void add(CLI::App& app) {
         // As nanoGPT's configurator: a flag given twice takes its last value.
         app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-        app.add_option("--preset", preset, "course | shakespeare-char | speedrun | gpt2 | gpt2-medium | lesson14")
-            ->capture_default_str();
+        app.add_option("--preset", preset, preset_names(" | "))->capture_default_str();
         o_vocab = app.add_option("--vocab_size", cfg.vocab_size, "V");
         o_block = app.add_option("--block_size", cfg.block_size, "context length T");
         o_layer = app.add_option("--n_layer", cfg.n_layer, "L");

@@ -2,6 +2,7 @@
 #include "lib/config.h"
 
 #include <cmath>
+#include <utility>
 
 #include "lib/errors.h"
 
@@ -21,36 +22,51 @@ void GPTConfig::validate() const {
           "model too large: vocab_size {} x n_embd {}", vocab_size, n_embd);
 }
 
-GPTConfig preset(const std::string& name) {
-    GPTConfig c;  // the defaults are the course model
-    if (name == "course") {
-        return c;  // V=65, block 64, L=4, H=4, C=128, no Q/K/V bias, untied, learned positions
-    }
-    if (name == "shakespeare-char") {  // nanoGPT's baby GPT (config/train_shakespeare_char.py)
+// The presets, in the order preset_names() gives them: each is GPTConfig's defaults (the
+// course model) with what differs changed.
+static const std::vector<std::pair<std::string, GPTConfig>>& presets() {
+    static const std::vector<std::pair<std::string, GPTConfig>> table = [] {
+        std::vector<std::pair<std::string, GPTConfig>> t;
+        // V=65, block 64, L=4, H=4, C=128, no Q/K/V bias, untied, learned positions
+        t.push_back({"course", GPTConfig{}});
+        GPTConfig c;  // nanoGPT's baby GPT (config/train_shakespeare_char.py)
         c.block_size = 256, c.n_layer = 6, c.n_head = 6, c.n_embd = 384, c.dropout = 0.2f;
         c.bias = BiasLayout::GPT2, c.tie_weights = true;
-        return c;
-    }
-    if (name == "speedrun") {  // the ten-minute recipe's model (tools/speedrun_search.py, README)
-        c.block_size = 128, c.dropout = 0.0f, c.gelu = GeluKind::Tanh;  // L4 H4 C128, untied, as the course
-        return c;
-    }
-    if (name == "gpt2" || name == "gpt2-medium") {
+        t.push_back({"shakespeare-char", c});
+        c = GPTConfig{};  // the ten-minute recipe's model (tools/speedrun_search.py): L4 H4 C128, untied
+        c.block_size = 128, c.dropout = 0.0f, c.gelu = GeluKind::Tanh;
+        t.push_back({"speedrun", c});
+        c = GPTConfig{};  // GELU erf, as nanoGPT
         c.vocab_size = 50257, c.block_size = 1024, c.n_layer = 12, c.n_head = 12, c.n_embd = 768;
-        c.bias = BiasLayout::GPT2, c.tie_weights = true;  // GELU erf, as nanoGPT
-        if (name == "gpt2-medium") c.n_layer = 24, c.n_head = 16, c.n_embd = 1024;
-        return c;
-    }
-    if (name == "lesson14") {  // Lesson 14's toy GPT: V=50, T=8, d=64, H=4, N=4
+        c.bias = BiasLayout::GPT2, c.tie_weights = true;
+        t.push_back({"gpt2", c});
+        c.n_layer = 24, c.n_head = 16, c.n_embd = 1024;
+        t.push_back({"gpt2-medium", c});
+        c = GPTConfig{};  // Lesson 14's toy GPT: V=50, T=8, d=64, H=4, N=4
         c.vocab_size = 50, c.block_size = 8, c.n_layer = 4, c.n_head = 4, c.n_embd = 64;
         c.bias = BiasLayout::Lesson14, c.pos = PosEncoding::Sinusoidal, c.init = InitScheme::Lesson14;
-        return c;
-    }
-    fail("unknown preset '{}' (known: course, shakespeare-char, speedrun, gpt2, gpt2-medium, lesson14)", name);
+        t.push_back({"lesson14", c});
+        return t;
+    }();
+    return table;
+}
+
+GPTConfig preset(const std::string& name) {
+    for (const auto& [known, config] : presets())
+        if (known == name) return config;
+    fail("unknown preset '{}' (known: {})", name, preset_names(", "));
 }
 
 std::vector<std::string> preset_names() {
-    return {"course", "shakespeare-char", "speedrun", "gpt2", "gpt2-medium", "lesson14"};
+    std::vector<std::string> names;
+    for (const auto& entry : presets()) names.push_back(entry.first);
+    return names;
+}
+
+std::string preset_names(const std::string& separator) {
+    std::string names;
+    for (const auto& entry : presets()) names += (names.empty() ? "" : separator) + entry.first;
+    return names;
 }
 
 std::string to_string(BiasLayout b) {

@@ -3,8 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "lib/layers/gelu.h"
-
 namespace hg {
 
 // Where the model has biases. Every layout keeps LayerNorm's weight; the names say the rest.
@@ -15,6 +13,7 @@ enum class BiasLayout {
     None,      // nanoGPT bias=False: no bias anywhere, LayerNorms too
 };
 enum class PosEncoding { Learned, Sinusoidal };
+enum class GeluKind { Erf, Tanh };  // GELU's two forms (lib/layers/gelu.h)
 enum class InitScheme {
     GPT2,      // N(0, 0.02²); residual output projections N(0, 0.02²/2L); biases 0; LN γ=1, β=0
     PyTorch,   // PyTorch's defaults: nn.Linear U(±1/√in) weights and biases, nn.Embedding N(0, 1)
@@ -47,10 +46,11 @@ struct GPTConfig {
     void validate() const;
 };
 
-// Named configurations, usable as --preset=NAME by every app (flags override them):
-// course, shakespeare-char, gpt2, gpt2-medium, lesson14.
-GPTConfig preset(const std::string& name);
+// Named configurations, usable as --preset=NAME by every app (flags override them). The list
+// and what each one is live in config.cpp; preset_names() gives the names in that order.
+GPTConfig preset(const std::string& name);  // hg::Error naming the known ones for another name
 std::vector<std::string> preset_names();
+std::string preset_names(const std::string& separator);  // "course, shakespeare-char, ..."
 
 // Enum <-> the strings used on the command line and in checkpoints. Parsing throws hg::Error.
 std::string to_string(BiasLayout b);

@@ -9,6 +9,10 @@
 
 namespace hg {
 
+// Each layer name below is its float fast path and its scalar twin at once: GPT<float> calls the
+// first, GPT<double> the second (lib/layers/layers.h).
+using namespace twin;
+
 // ----------------------------------------------------------------------------------------------
 // The tensor table. walk_parameters lists every parameter once, in checkpoint order, naming
 // the field of ParameterTensors it lives in. parameter_table() and the arena views are both

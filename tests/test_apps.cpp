@@ -47,6 +47,13 @@ TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line
     expect_error(run(base + " --data=" + write_file(tmp.path / "short.txt", "abcdefghij")), "block_size");
     expect_error(run(base + " --data=" + write_file(tmp.path / "bad.txt", "ab\xff\xfe cd")), "UTF-8");
     expect_error(run(base + " --data=" + data + " --init_from=resume"), "ckpt.safetensors");
+    // one list of presets: the error names every one, and so does the flags' help
+    const Run unknown = run(base + " --data=" + data + " --preset=gpt3"), help = run(bin("inspect") + " --help");
+    expect_error(unknown, "unknown preset");
+    for (const std::string& name : preset_names()) {
+        CHECK(unknown.output.find(name) != std::string::npos);
+        CHECK(help.output.find(name) != std::string::npos);
+    }
 }
 
 TEST_CASE("train, eval and sample work end to end; resuming through the app is exact", "[apps][resume]") {

@@ -19,9 +19,10 @@
 
 using hg::Dropout;
 
-// Working space for attention_forward's dropout (B·NH·T·T floats; the tests' shapes are small).
-static float* attention_scratch() {
-    static std::vector<float> scratch(1 << 20);
+// Working space for attention_forward's dropout (B·NH·T·T numbers; the tests' shapes are small).
+template <typename real = float>
+static real* attention_scratch() {
+    static std::vector<real> scratch(1 << 20);
     return scratch.data();
 }
 
@@ -104,7 +105,8 @@ GradCheckResult attention_gradcheck(const AttnCase& ac, bool planted, AttnBug bu
     auto r = randn((size_t)B * T * C, ac.seed + 1000);
     std::vector<double> out((size_t)B * T * C), att((size_t)B * NH * T * T);
     auto loss = [&] {
-        hg::attention_forward_scalar(out.data(), att.data(), qkv.data(), B, T, C, NH, drop);
+        hg::twin::attention_forward(out.data(), att.data(), attention_scratch<double>(), qkv.data(), B, T, C,
+                                    NH, drop);
         return dot(r, out.data());
     };
     loss();  // att at the unperturbed point, for the backward
@@ -112,8 +114,8 @@ GradCheckResult attention_gradcheck(const AttnCase& ac, bool planted, AttnBug bu
     if (planted)
         attention_backward_planted(dqkv.data(), r.data(), qkv.data(), B, T, C, NH, bug);
     else
-        hg::attention_backward_scalar(dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data(),
-                                      B, T, C, NH, drop);
+        hg::twin::attention_backward(dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data(),
+                                     B, T, C, NH, drop);
     return gradcheck(qkv.data(), qkv.size(), dqkv.data(), loss);
 }
 
@@ -208,7 +210,8 @@ TEST_CASE("attention: batched heads equal a per-head loop", "[attention]") {
             att_d((size_t)B * NH * T * T);
         std::vector<float> out(ref.size()), att(att_d.size());
         attention_per_head(ref.data(), qkv_d.data(), B, T, C, NH, drop);
-        hg::attention_forward_scalar(out_d.data(), att_d.data(), qkv_d.data(), B, T, C, NH, drop);
+        hg::twin::attention_forward(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
+                                    T, C, NH, drop);
         hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
         INFO("B=" << B << " T=" << T << " C=" << C << " NH=" << NH << " p=" << sh.p);
         CHECK(worst_ratio(out_d.data(), ref.data(), ref.size(), 1e-12, 1e-12) <= 1.0);  // double
@@ -225,7 +228,8 @@ TEST_CASE("attention is causal: changing position t leaves earlier outputs bit-i
         std::vector<float> out((size_t)B * T * C), att((size_t)B * NH * T * T);
         std::vector<double> qkv_d = to_double(qkv), out_d(out.size()), att_d(att.size());
         hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
-        hg::attention_forward_scalar(out_d.data(), att_d.data(), qkv_d.data(), B, T, C, NH, drop);
+        hg::twin::attention_forward(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
+                                    T, C, NH, drop);
         for (int t : {0, 1, 5, 63, 64, 69}) {
             auto qkv2 = qkv;
             for (int b = 0; b < B; b++)
@@ -235,8 +239,8 @@ TEST_CASE("attention is causal: changing position t leaves earlier outputs bit-i
             std::vector<float> out2(out.size()), att2(att.size());
             std::vector<double> out2_d(out.size()), att2_d(att.size());
             hg::attention_forward(out2.data(), att2.data(), attention_scratch(), qkv2.data(), B, T, C, NH, drop);
-            hg::attention_forward_scalar(out2_d.data(), att2_d.data(), qkv2_d.data(), B, T, C, NH,
-                                         drop);
+            hg::twin::attention_forward(out2_d.data(), att2_d.data(), attention_scratch<double>(),
+                                        qkv2_d.data(), B, T, C, NH, drop);
             INFO("p=" << p << " changed position t=" << t);
             for (int b = 0; b < B; b++) {
                 const size_t before = (size_t)t * C, row0 = (size_t)b * T * C;
@@ -268,11 +272,12 @@ TEST_CASE("attention fast float path matches the double scalar twin", "[attentio
             scratch(att.size(), 7.0f);
         std::vector<double> out_d(out.size()), att_d(att.size()), scratch_d(att.size());
         hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
-        hg::attention_forward_scalar(out_d.data(), att_d.data(), qkv_d.data(), B, T, C, NH, drop);
+        hg::twin::attention_forward(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
+                                    T, C, NH, drop);
         hg::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B,
                                T, C, NH, drop);
-        hg::attention_backward_scalar(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(),
-                                      att_d.data(), B, T, C, NH, drop);
+        hg::twin::attention_backward(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(),
+                                     att_d.data(), B, T, C, NH, drop);
         INFO("p=" << p);
         CHECK(worst_ratio(out.data(), out_d.data(), out.size(), tol, tol) <= 1.0);
         CHECK(worst_ratio(att.data(), att_d.data(), att.size(), tol, tol) <=

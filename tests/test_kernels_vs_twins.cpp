@@ -116,9 +116,9 @@ TEST_CASE("GELU kernels match the float twin on every SIMD target", "[simd][gelu
                     Floats dinp0 = randn<float>(n, 19 + n);
                     Floats out(n), ref(n), dinp = dinp0, dref = dinp0;
                     gelu_forward(out.data(), x.data(), n, kind);
-                    gelu_forward_scalar(ref.data(), x.data(), n, kind);
+                    twin::gelu_forward(ref.data(), x.data(), n, kind);
                     gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
-                    gelu_backward_scalar(dref.data(), x.data(), dout.data(), n, kind);
+                    twin::gelu_backward(dref.data(), x.data(), dout.data(), n, kind);
                     const double fwd = gelu_fwd_ulps(out, ref, x);
                     const double bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
                     INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
@@ -139,13 +139,13 @@ TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd]
             for (auto& v : x) v += 3.0f;  // a nonzero mean, as real activations have
             Floats out(n), mean(N), rstd(N), ref(n), rmean(N), rrstd(N);
             layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-            layernorm_forward_scalar(ref.data(), rmean.data(), rrstd.data(), x.data(), w.data(),
-                                     b.data(), N, C);
+            twin::layernorm_forward(ref.data(), rmean.data(), rrstd.data(), x.data(), w.data(),
+                                    b.data(), N, C);
             Floats dinp(n), dw(C), db(C), rdinp(n), rdw(C), rdb(C);
             layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
                                mean.data(), rstd.data(), N, C);
-            layernorm_backward_scalar(rdinp.data(), rdw.data(), rdb.data(), dout.data(), x.data(),
-                                      w.data(), rmean.data(), rrstd.data(), N, C);
+            twin::layernorm_backward(rdinp.data(), rdw.data(), rdb.data(), dout.data(), x.data(),
+                                     w.data(), rmean.data(), rrstd.data(), N, C);
             const double e_out = scaled_error(out, ref), e_mean = scaled_error(mean, rmean),
                          e_rstd = scaled_error(rstd, rrstd),
                          e_dinp = scaled_error(dinp, rdinp, layernorm_dinp_scale(dout, w, rstd, N, C)),
@@ -169,22 +169,18 @@ TEST_CASE("Residual, dropout and encoder kernels equal the float twin on every S
         for (size_t n : kLengths) {
             CAPTURE(n);
             Floats a = randn<float>(n, 41 + n), b = randn<float>(n, 42 + n), g = randn<float>(n, 43 + n);
-            Floats out(n), ref(n), da = b, db = g, rda = b, rdb = g;
+            Floats out(n), ref(n);
             residual_forward(out.data(), a.data(), b.data(), n);
-            residual_forward_scalar(ref.data(), a.data(), b.data(), n);
+            twin::residual_forward(ref.data(), a.data(), b.data(), n);
             CHECK(mismatches(out, ref) == 0);
-            residual_backward(da.data(), db.data(), a.data(), n);
-            residual_backward_scalar(rda.data(), rdb.data(), a.data(), n);
-            CHECK(mismatches(da, rda) == 0);
-            CHECK(mismatches(db, rdb) == 0);
 
             const Dropout drop{0.3f, 77};
             Floats dx = g, rdx = g;
             dropout_forward(out.data(), a.data(), n, drop);
-            dropout_forward_scalar(ref.data(), a.data(), n, drop);
+            twin::dropout_forward(ref.data(), a.data(), n, drop);
             CHECK(mismatches(out, ref) == 0);
             dropout_backward(dx.data(), b.data(), n, drop);
-            dropout_backward_scalar(rdx.data(), b.data(), n, drop);
+            twin::dropout_backward(rdx.data(), b.data(), n, drop);
             for (size_t i = 0; i < n; i++)  // one multiply each, as the forward; the bound allows a rounding
                 CHECK(std::fabs(dx[i] - rdx[i]) <= kEps * (std::fabs(g[i]) + 1.5 * std::fabs(b[i])));
 
@@ -195,11 +191,11 @@ TEST_CASE("Residual, dropout and encoder kernels equal the float twin on every S
             Floats dout = randn<float>(size_t(B) * T * C, 46 + n);
             Floats eo(dout.size()), er(dout.size());
             encoder_forward(eo.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
-            encoder_forward_scalar(er.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+            twin::encoder_forward(er.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
             CHECK(mismatches(eo, er) == 0);
             Floats dwte = wte, dwpe = wpe, rdwte = wte, rdwpe = wpe;  // nonzero: += is exercised
             encoder_backward(dwte.data(), dwpe.data(), dout.data(), idx.data(), B, T, C);
-            encoder_backward_scalar(rdwte.data(), rdwpe.data(), dout.data(), idx.data(), B, T, C);
+            twin::encoder_backward(rdwte.data(), rdwpe.data(), dout.data(), idx.data(), B, T, C);
             CHECK(mismatches(dwte, rdwte) == 0);
             CHECK(mismatches(dwpe, rdwpe) == 0);
         }
@@ -222,10 +218,10 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
                                mean.data(), rstd.data(), N, C);
             Doubles X = to_double(x), W = to_double(w), Bb = to_double(b), DO = to_double(dout);
             Doubles ref(n), rmean(N), rrstd(N), rdinp(n), rdw(C), rdb(C);
-            layernorm_forward_scalar(ref.data(), rmean.data(), rrstd.data(), X.data(), W.data(),
-                                     Bb.data(), N, C);
-            layernorm_backward_scalar(rdinp.data(), rdw.data(), rdb.data(), DO.data(), X.data(),
-                                      W.data(), rmean.data(), rrstd.data(), N, C);
+            twin::layernorm_forward(ref.data(), rmean.data(), rrstd.data(), X.data(), W.data(),
+                                    Bb.data(), N, C);
+            twin::layernorm_backward(rdinp.data(), rdw.data(), rdb.data(), DO.data(), X.data(),
+                                     W.data(), rmean.data(), rrstd.data(), N, C);
             const double e_out = scaled_error(out, ref),
                          e_dinp = scaled_error(dinp, rdinp, layernorm_dinp_scale(dout, w, rstd, N, C)),
                          e_dw = scaled_error(dw, rdw), e_db = scaled_error(db, rdb),
@@ -249,8 +245,8 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
                 gelu_forward(out.data(), x.data(), n, kind);
                 gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
                 Doubles X = to_double(x), ref(n), dref = to_double(dinp0), DO = to_double(dout);
-                gelu_forward_scalar(ref.data(), X.data(), n, kind);
-                gelu_backward_scalar(dref.data(), X.data(), DO.data(), n, kind);
+                twin::gelu_forward(ref.data(), X.data(), n, kind);
+                twin::gelu_backward(dref.data(), X.data(), DO.data(), n, kind);
                 const double fwd = gelu_fwd_ulps(out, ref, x), bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
                 INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
                 CHECK(fwd <= kGeluFwdUlps);
@@ -262,11 +258,11 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
         Floats a = randn<float>(n, 71), b = randn<float>(n, 72), out(n);
         residual_forward(out.data(), a.data(), b.data(), n);
         Doubles ref(n), A = to_double(a), Bv = to_double(b);
-        residual_forward_scalar(ref.data(), A.data(), Bv.data(), n);
+        twin::residual_forward(ref.data(), A.data(), Bv.data(), n);
         CHECK(scaled_error(out, ref) <= kEps);
         const Dropout drop{0.1f, 3};
         dropout_forward(out.data(), a.data(), n, drop);
-        dropout_forward_scalar(ref.data(), A.data(), n, drop);
+        twin::dropout_forward(ref.data(), A.data(), n, drop);
         CHECK(scaled_error(out, ref) <= kEps);
     }
 }
@@ -323,15 +319,14 @@ TEST_CASE("Fast layers give bit-identical results with 1, 2 and 3 threads",
             gelu_backward(dg.data(), x.data(), dout.data(), n, kind);
             r.insert(r.end(), {g, dg});
         }
-        Floats res(n), d1(n), d2(n), dr(n), dd(n);
+        Floats res(n), dr(n), dd(n);
         residual_forward(res.data(), x.data(), dout.data(), n);
-        residual_backward(d1.data(), d2.data(), dout.data(), n);
         dropout_forward(dr.data(), x.data(), n, Dropout{0.2f, 11});
         dropout_backward(dd.data(), dout.data(), n, Dropout{0.2f, 11});
         Floats enc(n), dwte(wte.size()), dwpe(wpe.size());
         encoder_forward(enc.data(), idx.data(), wte.data(), wpe.data(), 4, 16, C, 5);  // B·T = N
         encoder_backward(dwte.data(), dwpe.data(), dout.data(), idx.data(), 4, 16, C);
-        r.insert(r.end(), {res, d1, d2, dr, dd, enc, dwte, dwpe});
+        r.insert(r.end(), {res, dr, dd, enc, dwte, dwpe});
         return r;
     };
     check_same_bits_with_1_2_3_threads(run);

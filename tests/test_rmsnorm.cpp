@@ -81,9 +81,9 @@ Vec rmsnorm_backward_buggy(const RmsNormCase& k, const Vec& rstd, RmsBug bug) {
     Vec dinp(k.inp.size());
     if (bug == RmsBug::LayerNormBackward) {
         Vec zero_mean(k.N, 0.0), dw(k.C);
-        layernorm_backward_scalar(dinp.data(), dw.data(), static_cast<double*>(nullptr), k.r.data(),
-                                  k.inp.data(), k.w() ? k.w() : Vec(k.C, 1.0).data(),
-                                  zero_mean.data(), rstd.data(), k.N, k.C);
+        twin::layernorm_backward(dinp.data(), dw.data(), static_cast<double*>(nullptr), k.r.data(),
+                                 k.inp.data(), k.w() ? k.w() : Vec(k.C, 1.0).data(),
+                                 zero_mean.data(), rstd.data(), k.N, k.C);
         return dinp;
     }
     for (int n = 0; n < k.N; n++)

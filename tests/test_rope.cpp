@@ -143,7 +143,8 @@ TEST_CASE("RoPE then QK-norm then attention: the chain's gradient, in the block'
         auto forward = [&](Vec& qkv) {  // qkv ← qknorm(rope(qkv)), then attention
             rope_forward_scalar(qkv.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
             qknorm_forward_scalar(qkv.data(), rstd.data(), B, T, C, NH);
-            attention_forward_scalar(out.data(), att.data(), qkv.data(), B, T, C, NH, Dropout{});
+            twin::attention_forward(out.data(), att.data(), scratch.data(), qkv.data(), B, T, C, NH,
+                                    Dropout{});
         };
         auto loss = [&] {
             Vec qkv = k.qkv;
@@ -153,8 +154,8 @@ TEST_CASE("RoPE then QK-norm then attention: the chain's gradient, in the block'
         Vec qkv = k.qkv;
         forward(qkv);  // qkv now holds the normalised, rotated q, k: what attention read
         Vec dqkv(qkv.size());
-        attention_backward_scalar(dqkv.data(), scratch.data(), r_out.data(), qkv.data(), att.data(),
-                                  B, T, C, NH, Dropout{});
+        twin::attention_backward(dqkv.data(), scratch.data(), r_out.data(), qkv.data(), att.data(),
+                                 B, T, C, NH, Dropout{});
         Vec wrong_order = dqkv;
         qknorm_backward_scalar(dqkv.data(), qkv.data(), rstd.data(), B, T, C, NH);
         rope_backward_scalar(dqkv.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);

@@ -14,9 +14,9 @@
 #include "lib/layers/attention.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "lib/kernels/softmax_kernels.h"
 #include "lib/errors.h"
@@ -28,8 +28,7 @@ constexpr int kRowBlock = 64;  // rows of scores per sgemm block
 
 void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
                        int C, int NH, Dropout drop) {
-    attention_check_sizes(B, T, C, NH, drop);
-    check(scratch != nullptr || !drop.active(), "attention_forward: dropout needs scratch");
+    attention_check(B, T, C, NH, drop, scratch, false);
     const int hs = C / NH;
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -75,7 +74,7 @@ void attention_forward(float* out, float* att, float* scratch, const float* qkv,
     }
 }
 
-// Backward: the derivation is in attention.h above attention_backward_scalar; the step
+// Backward: the derivation is in attention.h above twin::attention_backward; the step
 // numbers below are its steps. Per (b, h) and row block [t0, t1), one (rows, t1) block of
 // scratch holds in turn P, then dP, then dA, then dS:
 //   1. blk = P (att with dropout applied)             dv[0:t1] += blkᵀ · dout[t0:t1]
@@ -88,7 +87,7 @@ void attention_forward(float* out, float* att, float* scratch, const float* qkv,
 // rows, whose keys are all of 0..T-1) writes dk and dv (beta = 0) and the earlier ones add.
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, Dropout drop) {
-    attention_check_sizes(B, T, C, NH, drop);
+    attention_check(B, T, C, NH, drop, scratch, true);
     const int hs = C / NH;
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -109,6 +108,7 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
         for (int t0 = last_t0; t0 >= 0; t0 -= kRowBlock) {
             const int t1 = std::min(T, t0 + kRowBlock), rows = t1 - t0;
             const float beta_kv = t0 == last_t0 ? 0.0f : 1.0f;  // dk, dv: write, then add
+            assert(beta_kv == 1.0f || t1 == T);  // the block that writes covers every key 0..T-1
             float* blk = scratch_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
             const float* dout_blk = dout_bh + (size_t)t0 * C;
             // step 1: blk = P, zero above the diagonal; dv[0:t1] += Pᵀ · dout[t0:t1]

@@ -23,31 +23,36 @@
 
 namespace hg {
 
-// out (B,T,C), att (B,NH,T,T), qkv (B,T,3C).
-// scratch: (B,NH,T,T) floats of working space for the dropped probabilities (unused, and may be
-// null, when dropout is off).
+// out (B,T,C) written, att (B,NH,T,T) written, qkv (B,T,3C).
+// scratch: (B,NH,T,T) numbers of working space for the dropped probabilities (unused, and may
+// be null, when dropout is off).
 void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
                        int C, int NH, Dropout drop);
 // dqkv (B,T,3C) written (=), dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) from the forward, the same
-// drop as the forward. scratch: (B,NH,T,T) floats of working space (contents not used after).
+// drop as the forward. scratch: (B,NH,T,T) numbers of working space (contents not used after).
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, Dropout drop);
 
+namespace twin {  // the scalar twins, defined below
 template <typename real>
-void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int T, int C,
-                              int NH, Dropout drop);
+void attention_forward(real* out, real* att, real* scratch, const real* qkv, int B, int T, int C,
+                       int NH, Dropout drop);
 template <typename real>
-void attention_backward_scalar(real* dqkv, real* scratch, const real* dout, const real* qkv,
-                               const real* att, int B, int T, int C, int NH, Dropout drop);
+void attention_backward(real* dqkv, real* scratch, const real* dout, const real* qkv,
+                        const real* att, int B, int T, int C, int NH, Dropout drop);
+}  // namespace twin
 
-// The checks every attention entry point makes (hg::Error naming the bad value).
-inline void attention_check_sizes(int B, int T, int C, int NH, Dropout drop) {
+// The checks every attention entry point makes (hg::Error naming the bad value). scratch may be
+// null only in a forward without dropout.
+inline void attention_check(int B, int T, int C, int NH, Dropout drop, const void* scratch, bool backward) {
     check(B > 0, "attention: batch size B must be positive (B={})", B);
     check(T > 0, "attention: sequence length T must be positive (T={})", T);
     check(C > 0, "attention: n_embd C must be positive (C={})", C);
     check(NH > 0, "attention: n_head must be positive (NH={})", NH);
     check(C % NH == 0, "n_embd (C={}) must be divisible by n_head ({})", C, NH);
     check(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p must be in [0, 1) (p={})", drop.p);
+    check(scratch != nullptr || (!backward && !drop.active()), "attention: {} needs scratch",
+          backward ? "the backward" : "dropout");
 }
 
 // The factor dropout multiplies probability i by: 1 without dropout, else keep_i / (1 - p).
@@ -61,10 +66,11 @@ real attention_dropout_factor(Dropout drop, size_t i) {
 // They loop over (b, h, t) and touch only s ≤ t; the fast path (attention.cpp) does the same
 // math as sgemm calls on blocks of rows.
 
+namespace twin {
 template <typename real>
-void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int T, int C,
-                              int NH, Dropout drop) {
-    attention_check_sizes(B, T, C, NH, drop);
+void attention_forward(real* out, real* att, real* scratch, const real* qkv, int B, int T, int C,
+                       int NH, Dropout drop) {
+    attention_check(B, T, C, NH, drop, scratch, false);
     const int hs = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const real scale = real(1) / std::sqrt(real(hs));
@@ -83,14 +89,21 @@ void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int 
                 }
                 softmax_row_scalar(att_t, att_t, (size_t)t + 1);
                 for (int s = t + 1; s < T; s++) att_t[s] = real(0);  // masked: probability 0
-                // out_t = Σ_{s ≤ t} dropout(att)[t,s] · v_s
+                // P_t = dropout(att_t), into scratch: att keeps the probabilities for the backward
+                const real* P_t = att_t;
+                if (drop.active()) {
+                    real* dropped = scratch + row;
+                    for (int s = 0; s <= t; s++)
+                        dropped[s] = att_t[s] * attention_dropout_factor<real>(drop, row + s);
+                    P_t = dropped;
+                }
+                // out_t = Σ_{s ≤ t} P[t,s] · v_s
                 real* out_t = out + ((size_t)b * T + t) * C + (size_t)h * hs;
                 for (int i = 0; i < hs; i++) out_t[i] = real(0);
                 for (int s = 0; s <= t; s++) {
-                    const real p = att_t[s] * attention_dropout_factor<real>(drop, row + s);
                     const real* v_s =
                         qkv + ((size_t)b * T + s) * C3 + 2 * (size_t)C + (size_t)h * hs;
-                    for (int i = 0; i < hs; i++) out_t[i] += p * v_s[i];
+                    for (int i = 0; i < hs; i++) out_t[i] += P_t[s] * v_s[i];
                 }
             }
 }
@@ -117,9 +130,9 @@ void attention_forward_scalar(real* out, real* att, const real* qkv, int B, int 
 // dq, dk, dv are head h's slices of dqkv. dqkv is written: it starts at 0, then every
 // (t, s) pair adds its part.
 template <typename real>
-void attention_backward_scalar(real* dqkv, real* scratch, const real* dout, const real* qkv,
-                               const real* att, int B, int T, int C, int NH, Dropout drop) {
-    attention_check_sizes(B, T, C, NH, drop);
+void attention_backward(real* dqkv, real* scratch, const real* dout, const real* qkv,
+                        const real* att, int B, int T, int C, int NH, Dropout drop) {
+    attention_check(B, T, C, NH, drop, scratch, true);
     const int hs = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const real scale = real(1) / std::sqrt(real(hs));
@@ -158,5 +171,6 @@ void attention_backward_scalar(real* dqkv, real* scratch, const real* dout, cons
                 }
             }
 }
+}  // namespace twin
 
 }  // namespace hg

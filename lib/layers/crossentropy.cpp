@@ -1,15 +1,13 @@
 // crossentropy.cpp — fused softmax + cross-entropy, rows in parallel (see crossentropy.h; the
-// derivation of the backward sits above crossentropy_backward_scalar there).
+// derivation of the backward sits above twin::crossentropy_backward there).
 #include "lib/layers/crossentropy.h"
 
 #include <cstring>
 
 #include "lib/kernels/softmax_kernels.h"
+#include "lib/parallel.h"
 
 namespace hg {
-
-// Rows are split among threads only when there is enough work to pay for waking them.
-constexpr size_t kParallelMin = 1u << 18;  // ~0.4 ms of single-thread work
 
 // probs (N,V), losses (N), logits (N,V), targets (N). Returns the mean over targets != -1.
 double crossentropy_forward(float* probs, float* losses, const float* logits,
@@ -17,10 +15,9 @@ double crossentropy_forward(float* probs, float* losses, const float* logits,
     // Every target is checked before any work, so a bad one throws from this thread
     // (an exception must not leave an OpenMP region).
     const int count = crossentropy_count_targets(targets, N, V);
-#pragma omp parallel for schedule(static) if ((size_t)N * V > kParallelMin)
-    for (int n = 0; n < N; n++)
-        losses[n] = crossentropy_row(probs + (size_t)n * V, logits + (size_t)n * V, (size_t)V,
-                                     targets[n]);
+    for_pieces(N, 1, V, [&](size_t n, size_t) {  // one row per piece
+        losses[n] = crossentropy_row(probs + n * V, logits + n * V, (size_t)V, targets[n]);
+    });
     // The mean, summed in double and in row order after the parallel part: the same bits
     // whatever the thread count.
     double total = 0;
@@ -29,23 +26,22 @@ double crossentropy_forward(float* probs, float* losses, const float* logits,
 }
 
 // dlogits (N,V) = dloss/K · (probs - onehot(targets)), 0 on rows with target -1.
-// Derivation above crossentropy_backward_scalar in crossentropy.h.
+// Derivation above twin::crossentropy_backward in crossentropy.h.
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, int N, int V,
                            float dloss) {
     const int count = crossentropy_count_targets(targets, N, V);
     const float scale = count > 0 ? dloss / float(count) : 0.0f;  // dloss/K
-#pragma omp parallel for schedule(static) if ((size_t)N * V > kParallelMin)
-    for (int n = 0; n < N; n++) {
+    for_pieces(N, 1, V, [&](size_t n, size_t) {  // one row per piece
         const int y = targets[n];
-        const float* probs_n = probs + (size_t)n * V;
-        float* dlogits_n = dlogits + (size_t)n * V;
+        const float* probs_n = probs + n * V;
+        float* dlogits_n = dlogits + n * V;
         if (y == -1) {  // ignored row: no gradient
             std::memset(dlogits_n, 0, sizeof(float) * (size_t)V);
-            continue;
+            return;
         }
         for (int i = 0; i < V; i++) dlogits_n[i] = scale * probs_n[i];  // p_i (auto-vectorised)
         dlogits_n[y] -= scale;                                          // -onehot
-    }
+    });
 }
 
 }  // namespace hg

@@ -1,19 +1,18 @@
 // dropout.cpp — the fast float dropout. The mask comes from the hash (scalar: one mix64 per
 // element), written as multipliers {0, 1/(1-p)} into a small per-chunk buffer; the multiply is
-// a Highway kernel (lib/kernels/dropout_kernels). Chunks are split across OpenMP threads; the
-// mask of element i depends only on (key, i), never on which thread computes it.
+// a Highway kernel (lib/kernels/dropout_kernels). Chunks are split across threads
+// (lib/parallel.h); the mask of element i depends only on (key, i), never on which thread
+// computes it.
 #include "lib/layers/dropout.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "lib/kernels/dropout_kernels.h"
+#include "lib/parallel.h"
 
 namespace hg {
 
-// Below this many numbers a parallel region costs more than it saves.
-constexpr size_t kParallelMin = 32768;
-constexpr size_t kChunk = 4096;  // numbers per task; the multiplier buffer is 16 KiB of stack
+constexpr size_t kChunk = 4096;  // numbers per piece of work; the multiplier buffer is 16 KiB of stack
 
 // mult[j] = multiplier of element i0 + j: 0 if dropped, 1/(1-p) if kept.
 static void fill_multipliers(float* mult, size_t i0, size_t len, const Dropout& drop) {
@@ -25,14 +24,11 @@ static void fill_multipliers(float* mult, size_t i0, size_t len, const Dropout& 
 // multipliers m_i = keep_i / (1 - p) from the key, and hand them to `apply(i0, len, mult)`.
 template <typename Apply>
 static void for_each_chunk(size_t n, Dropout drop, Apply apply) {
-    const std::ptrdiff_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::ptrdiff_t k = 0; k < chunks; k++) {
-        const size_t i0 = k * kChunk, len = std::min(kChunk, n - i0);
+    for_pieces(n, kChunk, 1, [&](size_t i0, size_t len) {
         float mult[kChunk];
         fill_multipliers(mult, i0, len, drop);
         apply(i0, len, mult);
-    }
+    });
 }
 
 void dropout_forward(float* out,        // (n)
@@ -48,7 +44,7 @@ void dropout_forward(float* out,        // (n)
     });
 }
 
-// Backward (derivation above dropout_backward_scalar in dropout.h): out_i = inp_i · m_i with the
+// Backward (derivation above twin::dropout_backward in dropout.h): out_i = inp_i · m_i with the
 // mask fixed by the key, so dinp_i = dout_i · m_i — the same multipliers, recomputed from the
 // same key (fill_multipliers), the same scale 1/(1-p), the same multiply as the forward.
 void dropout_backward(float* dinp,        // (n)

@@ -1,13 +1,11 @@
 // encoder.cpp — the fast float token + position embedding. Forward: one vec_add (Highway) per
-// row, rows split across threads. Backward: a serial scatter-add (see below).
+// row, rows split across threads (lib/parallel.h). Backward: a serial scatter-add (see below).
 #include "lib/layers/encoder.h"
 
 #include "lib/kernels/vec.h"
+#include "lib/parallel.h"
 
 namespace hg {
-
-// Below this many numbers a parallel region costs more than it saves.
-constexpr size_t kParallelMin = 32768;
 
 void encoder_forward(float* out,         // (B, T, C)
                      const int* idx,     // (B, T)
@@ -17,15 +15,13 @@ void encoder_forward(float* out,         // (B, T, C)
     encoder_check_sizes("encoder_forward", B, T, C);
     check(V > 0, "encoder_forward: V ({}) must be positive", V);
     encoder_check_tokens(idx, B, T, V);  // all of them, before any write (and not in a thread)
-    const int BT = B * T;
-#pragma omp parallel for schedule(static) if ((size_t)BT * C > kParallelMin)
-    for (int bt = 0; bt < BT; bt++) {
-        const int t = bt % T;
-        vec_add(out + (size_t)bt * C, wte + (size_t)idx[bt] * C, wpe + (size_t)t * C, C);
-    }
+    for_pieces(size_t(B) * T, 1, C, [&](size_t bt, size_t) {  // one row (b, t) per piece
+        const size_t t = bt % T;
+        vec_add(out + bt * C, wte + (size_t)idx[bt] * C, wpe + t * C, C);
+    });
 }
 
-// Backward (derivation above encoder_backward_scalar in encoder.h):
+// Backward (derivation above twin::encoder_backward in encoder.h):
 //   dwte[idx[b,t], :] += dout[b,t,:]   (line V)      dwpe[t, :] += dout[b,t,:]   (line P)
 // Kept serial: two rows (b,t) with the same token add into the same dwte row, so a parallel
 // loop over rows would race. The loop is a memory-bound B·T·C adds, tiny next to the matmuls.

@@ -9,21 +9,22 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/config.h"
 #include "lib/errors.h"
 
 namespace hg {
-
-enum class GeluKind { Erf, Tanh };
 
 // out (n), inp (n); out may alias inp. n == 0 (or a negative number cast to size_t) is hg::Error.
 void gelu_forward(float* out, const float* inp, size_t n, GeluKind kind);
 // dinp += gelu'(inp) ⊙ dout
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, GeluKind kind);
 
+namespace twin {  // the scalar twins, defined below
 template <typename real>
-void gelu_forward_scalar(real* out, const real* inp, size_t n, GeluKind kind);
+void gelu_forward(real* out, const real* inp, size_t n, GeluKind kind);
 template <typename real>
-void gelu_backward_scalar(real* dinp, const real* inp, const real* dout, size_t n, GeluKind kind);
+void gelu_backward(real* dinp, const real* inp, const real* dout, size_t n, GeluKind kind);
+}  // namespace twin
 
 // ---------------------------------------------------------------------------------------------
 // Scalar twins (reference math; the gradient checks run them in double).
@@ -38,10 +39,11 @@ inline void gelu_check_n(const char* fn, size_t n) {
     check(n > 0 && n <= size_t(PTRDIFF_MAX), "{}: n ({}) must be positive", fn, std::ptrdiff_t(n));
 }
 
+namespace twin {
 template <typename real>
-void gelu_forward_scalar(real* out,        // (n)
-                         const real* inp,  // (n)
-                         size_t n, GeluKind kind) {
+void gelu_forward(real* out,        // (n)
+                  const real* inp,  // (n)
+                  size_t n, GeluKind kind) {
     gelu_check_n("gelu_forward", n);
     for (size_t i = 0; i < n; i++) {
         const real x = inp[i];
@@ -71,10 +73,10 @@ void gelu_forward_scalar(real* out,        // (n)
 // The two forms differ by up to ~1e-3 in gelu'; mixing them is a real bug, and the tests
 // check that the gradient checker catches it.
 template <typename real>
-void gelu_backward_scalar(real* dinp,        // (n)
-                          const real* inp,   // (n)
-                          const real* dout,  // (n)
-                          size_t n, GeluKind kind) {
+void gelu_backward(real* dinp,        // (n)
+                   const real* inp,   // (n)
+                   const real* dout,  // (n)
+                   size_t n, GeluKind kind) {
     gelu_check_n("gelu_backward", n);
     for (size_t i = 0; i < n; i++) {
         const real x = inp[i];
@@ -92,5 +94,6 @@ void gelu_backward_scalar(real* dinp,        // (n)
         dinp[i] = grad * dout[i];
     }
 }
+}  // namespace twin
 
 }  // namespace hg

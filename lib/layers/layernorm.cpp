@@ -1,15 +1,14 @@
 // layernorm.cpp — the fast float LayerNorm: Highway row kernels (lib/kernels/layernorm_kernels),
-// rows split across OpenMP threads. The math, derived, is above layernorm_backward_scalar in
+// rows split across threads (lib/parallel.h). The math, derived, is above twin::layernorm_backward in
 // layernorm.h; the scalar twins there are the reference these are tested against.
 #include "lib/layers/layernorm.h"
 
 #include "lib/errors.h"
 #include "lib/kernels/layernorm_kernels.h"
+#include "lib/parallel.h"
 
 namespace hg {
 
-// Below this many numbers a parallel region costs more than it saves.
-constexpr size_t kParallelMin = 32768;
 // The parameter gradients are split into blocks of this many columns (a multiple of every
 // vector width, 4 to 16 floats), fixed so the sums do not depend on the thread count.
 constexpr int kColumnBlock = 64;
@@ -22,16 +21,13 @@ void layernorm_forward(float* out,           // (N, C)
                        const float* bias,    // (C) or null
                        int N, int C) {
     check(N > 0 && C > 0, "layernorm_forward: sizes must be positive (N = {}, C = {})", N, C);
-    // Each row is computed whole by one thread, so results do not depend on the thread count.
-#pragma omp parallel for schedule(static) if ((size_t)N * C > kParallelMin)
-    for (int n = 0; n < N; n++) {
-        const size_t off = (size_t)n * C;
-        layernorm_forward_row(out + off, mean + n, rstd + n, inp + off, weight, bias,
-                              kLayerNormEps, C);
-    }
+    for_pieces(N, 1, C, [&](size_t n, size_t) {  // one row per piece
+        const size_t off = n * C;
+        layernorm_forward_row(out + off, mean + n, rstd + n, inp + off, weight, bias, kLayerNormEps, C);
+    });
 }
 
-// Backward (derivation above layernorm_backward_scalar in layernorm.h). With x̂ = (x-mean)·rstd
+// Backward (derivation above twin::layernorm_backward in layernorm.h). With x̂ = (x-mean)·rstd
 // and g = dout ⊙ weight, per row:
 //   dinp  += rstd · (g - mean(g) - x̂ · mean(g ⊙ x̂))    layernorm_backward_row  (line X; its
 //                                                        two row sums are line S)
@@ -51,18 +47,13 @@ void layernorm_backward(float* dinp,          // (N, C)
                         const float* rstd,    // (N)
                         int N, int C) {
     check(N > 0 && C > 0, "layernorm_backward: sizes must be positive (N = {}, C = {})", N, C);
-    const bool parallel = (size_t)N * C > kParallelMin;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int n = 0; n < N; n++) {
-        const size_t off = (size_t)n * C;
+    for_pieces(N, 1, C, [&](size_t n, size_t) {  // one row per piece
+        const size_t off = n * C;
         layernorm_backward_row(dinp + off, dout + off, inp + off, weight, mean[n], rstd[n], C);
-    }
-    const int blocks = (C + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (parallel && blocks > 1)
-    for (int k = 0; k < blocks; k++) {
-        const int c0 = k * kColumnBlock, c1 = c0 + kColumnBlock < C ? c0 + kColumnBlock : C;
-        layernorm_backward_params(dweight, dbias, dout, inp, mean, rstd, N, C, c0, c1);
-    }
+    });
+    for_pieces(C, kColumnBlock, N, [&](size_t c0, size_t width) {  // columns [c0, c0 + width), all rows
+        layernorm_backward_params(dweight, dbias, dout, inp, mean, rstd, N, C, int(c0), int(c0 + width));
+    });
 }
 
 }  // namespace hg

@@ -1,22 +1,33 @@
-// layers.h — every layer, and how the model picks its implementation by number type.
+// layers.h — every layer the model calls, how the model picks an implementation of each, and
+// what every backward writes and what it adds.
 //
-// The model (lib/gpt.cpp) is one template over the number type `real`:
-//   float  → the fast path: sgemm + Highway kernels (declared in each layer's header);
-//   double → the scalar twins (the same math as plain loops), which the whole-model
-//            gradient check runs so that finite differences are exact to ~1e-10.
-// The double overloads below are that choice, written once; the model calls the same name
-// for both and C++ overload resolution does the rest.
+// Two implementations under one name. Each layer header declares
+//   hg::x_forward(float* ...)              the fast path: sgemm, Highway kernels, threads (x.cpp)
+//   hg::twin::x_forward<real>(real* ...)   its scalar twin: the same math as plain loops, for any
+//                                          number type, in the header
+// with the same parameters. The model (lib/gpt.cpp) is one template over the number type and
+// sees both (`using namespace twin`). For float arguments both fit equally well and C++ prefers
+// the plain function to the template, so GPT<float> runs the fast path; for double only the
+// template fits, so GPT<double> runs the twins, which the whole-model gradient check needs
+// (finite differences exact to ~1e-10). Nothing is listed per layer for this to work: the
+// static_asserts at the end only keep each pair's signatures equal, since a fast path whose
+// parameters drifted would leave GPT<float> quietly running the twin. Tests name the twin in
+// full, twin::x_forward: in float to compare the SIMD path with it, in double for the checks.
 //
-// How every backward treats its outputs:
-//   parameter gradients (dweight, dbias, dwte, ...)  are added to (+=): gradient accumulation
-//       over micro-batches and a weight used twice (tied embeddings) both sum up by themselves;
-//   the input's gradient (dinp, dqkv, dlogits, ...)   is written (=): each is a fresh scratch
-//       buffer, so nothing has to be zeroed before the layer runs;
-//   except LayerNorm's dinp (and residual_backward),   added to: a block's input feeds both
-//       the LayerNorm and the skip path, and that add is the residual connection's backward.
+// Parameters add, inputs write. Every backward
+//   adds (+=) into the parameters' gradients: dwte, dwpe (encoder); dweight, dbias (linear,
+//       LayerNorm). Gradient accumulation over micro-batches, and a weight used twice (tied
+//       embeddings), then sum up by themselves;
+//   writes (=) the gradient of its input: dinp (linear, GELU, dropout), dqkv (attention),
+//       dlogits (cross-entropy). Each is a fresh buffer, so nothing is zeroed before a layer;
+//   except LayerNorm, which adds (+=) into dinp. Its input is the residual stream, whose
+//       gradient dx also arrives unchanged through the skip path (residual.h); adding into dx is
+//       that sum's backward, so the model zeroes dx once per backward and nothing else.
 // llm.c adds everywhere and zeroes every activation gradient first; writing instead saves that
 // pass over memory (about 5 % of a training step on the small recipes, measured with bench).
 #pragma once
+#include <type_traits>
+
 #include "lib/layers/attention.h"
 #include "lib/layers/crossentropy.h"
 #include "lib/layers/dropout.h"
@@ -28,66 +39,27 @@
 
 namespace hg {
 
-inline void encoder_forward(double* out, const int* idx, const double* wte, const double* wpe,
-                            int B, int T, int C, int V) {
-    encoder_forward_scalar(out, idx, wte, wpe, B, T, C, V);
-}
-inline void encoder_backward(double* dwte, double* dwpe, const double* dout, const int* idx,
-                             int B, int T, int C) {
-    encoder_backward_scalar(dwte, dwpe, dout, idx, B, T, C);
-}
-inline void layernorm_forward(double* out, double* mean, double* rstd, const double* inp,
-                              const double* weight, const double* bias, int N, int C) {
-    layernorm_forward_scalar(out, mean, rstd, inp, weight, bias, N, C);
-}
-inline void layernorm_backward(double* dinp, double* dweight, double* dbias, const double* dout,
-                               const double* inp, const double* weight, const double* mean,
-                               const double* rstd, int N, int C) {
-    layernorm_backward_scalar(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-}
-inline void linear_forward(double* out, const double* inp, const double* weight,
-                           const double* bias, int N, int C, int OC) {
-    linear_forward_scalar(out, inp, weight, bias, N, C, OC);
-}
-inline void linear_backward(double* dinp, double* dweight, double* dbias, const double* dout,
-                            const double* inp, const double* weight, int N, int C, int OC) {
-    linear_backward_scalar(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-inline void attention_forward(double* out, double* att, double* /*scratch*/, const double* qkv, int B, int T, int C,
-                              int NH, Dropout drop) {
-    attention_forward_scalar(out, att, qkv, B, T, C, NH, drop);
-}
-inline void attention_backward(double* dqkv, double* scratch, const double* dout,
-                               const double* qkv, const double* att, int B, int T, int C, int NH,
-                               Dropout drop) {
-    attention_backward_scalar(dqkv, scratch, dout, qkv, att, B, T, C, NH, drop);
-}
-inline void gelu_forward(double* out, const double* inp, size_t n, GeluKind kind) {
-    gelu_forward_scalar(out, inp, n, kind);
-}
-inline void gelu_backward(double* dinp, const double* inp, const double* dout, size_t n,
-                          GeluKind kind) {
-    gelu_backward_scalar(dinp, inp, dout, n, kind);
-}
-inline void residual_forward(double* out, const double* inp1, const double* inp2, size_t n) {
-    residual_forward_scalar(out, inp1, inp2, n);
-}
-inline void residual_backward(double* dinp1, double* dinp2, const double* dout, size_t n) {
-    residual_backward_scalar(dinp1, dinp2, dout, n);
-}
-inline void dropout_forward(double* out, const double* inp, size_t n, Dropout drop) {
-    dropout_forward_scalar(out, inp, n, drop);
-}
-inline void dropout_backward(double* dinp, const double* dout, size_t n, Dropout drop) {
-    dropout_backward_scalar(dinp, dout, n, drop);
-}
-inline double crossentropy_forward(double* probs, double* losses, const double* logits,
-                                   const int* targets, int N, int V) {
-    return crossentropy_forward_scalar(probs, losses, logits, targets, N, V);
-}
-inline void crossentropy_backward(double* dlogits, const double* probs, const int* targets,
-                                  int N, int V, double dloss) {
-    crossentropy_backward_scalar(dlogits, probs, targets, N, V, dloss);
-}
+// fn's fast path takes exactly the parameters of its twin in float.
+#define HG_SAME_AS_TWIN(fn)                                                     \
+    static_assert(std::is_same_v<decltype(&fn), decltype(&twin::fn<float>)>, \
+                  #fn ": the fast path and its scalar twin must take the same parameters")
+
+HG_SAME_AS_TWIN(encoder_forward);
+HG_SAME_AS_TWIN(encoder_backward);
+HG_SAME_AS_TWIN(layernorm_forward);
+HG_SAME_AS_TWIN(layernorm_backward);
+HG_SAME_AS_TWIN(linear_forward);
+HG_SAME_AS_TWIN(linear_backward);
+HG_SAME_AS_TWIN(attention_forward);
+HG_SAME_AS_TWIN(attention_backward);
+HG_SAME_AS_TWIN(gelu_forward);
+HG_SAME_AS_TWIN(gelu_backward);
+HG_SAME_AS_TWIN(dropout_forward);
+HG_SAME_AS_TWIN(dropout_backward);
+HG_SAME_AS_TWIN(residual_forward);
+HG_SAME_AS_TWIN(crossentropy_forward);
+HG_SAME_AS_TWIN(crossentropy_backward);
+
+#undef HG_SAME_AS_TWIN
 
 }  // namespace hg

@@ -2,13 +2,13 @@
 // the loop-by-loop derivation).
 #include "lib/layers/linear.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include <omp.h>
 
 #include "lib/kernels/vec.h"
 #include "lib/matmul.h"
+#include "lib/parallel.h"
 
 namespace hg {
 
@@ -36,32 +36,31 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
     }
 }
 
-constexpr int kBiasCols = 64;
+constexpr size_t kBiasCols = 64;  // columns of dbias per piece of parallel work
 
 // Backward of out = inp·Wᵀ + b, given dout = dL/dout (N,OC). Derivation in linear.h, above
-// linear_backward_scalar:
+// twin::linear_backward:
 //   term 1  dinp     = dout · W         (N,OC)·(OC,C)    matmul_nn, beta = 0
 //   term 2  dweight += doutᵀ · inp      (OC,N)·(N,C)     matmul_tn, beta = 1
 //   term 3  dbias   += Σ_n dout[n,:]    column sums      vec_acc down each column block
 // dinp (N,C) or null, dweight (OC,C), dbias (OC) or null, dout (N,OC), inp (N,C), weight (OC,C).
 // dbias += Σ_n dout[n, :], over fixed blocks of columns, each summed in row order.
-static void bias_backward(float* dbias, const float* dout, int N, int OC, bool parallel) {
-    const int nblocks = (OC + kBiasCols - 1) / kBiasCols;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int blk = 0; blk < nblocks; blk++) {
-        const int o0 = blk * kBiasCols;
-        const size_t width = (size_t)std::min(kBiasCols, OC - o0);
+static void bias_backward(float* dbias, const float* dout, int N, int OC) {
+    for_pieces(OC, kBiasCols, N, [&](size_t o0, size_t width) {
         for (int n = 0; n < N; n++) vec_acc(dbias + o0, dout + (size_t)n * OC + o0, width);
-    }
+    });
 }
 
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
-    // Terms 1 and 2 are independent products of the same size (N·C·OC multiply-adds each). On
-    // exactly two threads each gets one, single-threaded, side by side: for small shapes that
-    // beats splitting each product across both threads (measured 3-10 % per layer). Otherwise
-    // one after the other, each threaded by OpenBLAS.
+    // Terms 1 and 2 are independent products of the same size (N·C·OC multiply-adds each). With
+    // one thread per product — two threads — they run side by side, each sgemm single-threaded:
+    // for small shapes that beats splitting each product across both threads (measured 3-10 %
+    // per layer). With more threads the side-by-side form would leave all but two idle, since
+    // OpenBLAS runs single-threaded inside a parallel region and cannot be handed a team of
+    // threads per product; so then, and on one thread, the products run one after the other,
+    // each threaded by OpenBLAS.
     if (omp_get_max_threads() == 2 && dinp && !omp_in_parallel()) {
 #pragma omp parallel sections num_threads(2)
         {
@@ -70,14 +69,14 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
 #pragma omp section
             {
                 matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);  // term 2
-                if (dbias) bias_backward(dbias, dout, N, OC, false);             // term 3
+                if (dbias) bias_backward(dbias, dout, N, OC);                    // term 3
             }
         }
         return;
     }
     if (dinp) matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 0.0f);  // term 1
     matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);            // term 2
-    if (dbias) bias_backward(dbias, dout, N, OC, (size_t)N * OC > (1u << 18));  // term 3
+    if (dbias) bias_backward(dbias, dout, N, OC);                              // term 3
 }
 
 }  // namespace hg

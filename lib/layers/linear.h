@@ -17,12 +17,14 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC);
 
+namespace twin {  // the scalar twins, defined below
 template <typename real>
-void linear_forward_scalar(real* out, const real* inp, const real* weight, const real* bias,
-                           int N, int C, int OC);
+void linear_forward(real* out, const real* inp, const real* weight, const real* bias,
+                    int N, int C, int OC);
 template <typename real>
-void linear_backward_scalar(real* dinp, real* dweight, real* dbias, const real* dout,
-                            const real* inp, const real* weight, int N, int C, int OC);
+void linear_backward(real* dinp, real* dweight, real* dbias, const real* dout,
+                     const real* inp, const real* weight, int N, int C, int OC);
+}  // namespace twin
 
 // The sizes every linear entry point checks (hg::Error naming the bad one).
 inline void linear_check_sizes(int N, int C, int OC) {
@@ -34,9 +36,10 @@ inline void linear_check_sizes(int N, int C, int OC) {
 // ---- scalar twins (plain loops, any number type; the gradient checks run them in double) ----
 
 // out (N,OC) = inp (N,C) · weight (OC,C)ᵀ + bias (OC)
+namespace twin {
 template <typename real>
-void linear_forward_scalar(real* out, const real* inp, const real* weight, const real* bias,
-                           int N, int C, int OC) {
+void linear_forward(real* out, const real* inp, const real* weight, const real* bias,
+                    int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
     for (int n = 0; n < N; n++) {
         const real* inp_n = inp + (size_t)n * C;
@@ -64,8 +67,8 @@ void linear_forward_scalar(real* out, const real* inp, const real* weight, const
 // Terms 2 and 3 are added (+=), so a weight used twice (tied embeddings) collects both uses;
 // term 1 is written (=): dinp is a fresh activation gradient.
 template <typename real>
-void linear_backward_scalar(real* dinp, real* dweight, real* dbias, const real* dout,
-                            const real* inp, const real* weight, int N, int C, int OC) {
+void linear_backward(real* dinp, real* dweight, real* dbias, const real* dout,
+                     const real* inp, const real* weight, int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
     if (dinp)
         for (size_t i = 0; i < (size_t)N * C; i++) dinp[i] = real(0);
@@ -84,5 +87,6 @@ void linear_backward_scalar(real* dinp, real* dweight, real* dbias, const real* 
         }
     }
 }
+}  // namespace twin
 
 }  // namespace hg
