@@ -134,14 +134,14 @@ int main(int argc, char** argv) {
                    100 * gflops / ceiling);
         fmt::print("  memory        peak RSS {:.0f} MiB; params+grads+2 moments {:.0f} MiB, activations+scratch {:.0f} MiB\n\n",
                    rss, state_mib, acts_mib);
-        fmt::print("  {:<26} {:>10} {:>10} {:>8}\n", "where the time goes (ms)", "forward", "backward", "share");
+        fmt::print("  {:<30} {:>10} {:>10} {:>8}\n", "where the time goes (ms)", "forward", "backward", "share");
         double total = 0;
         for (auto& col : profile.seconds)
             for (double s : col) total += s;
         for (int k = 0; k < Profile::kKinds; k++) {
             const double f = profile.seconds[0][k], b = profile.seconds[1][k];
             if (f + b == 0) continue;
-            fmt::print("  {:<26} {:>10.2f} {:>10.2f} {:>7.1f} %\n", work_name(Work(k)), 1000 * f / steps,
+            fmt::print("  {:<30} {:>10.2f} {:>10.2f} {:>7.1f} %\n", work_name(Work(k)), 1000 * f / steps,
                        1000 * b / steps, 100 * (f + b) / total);
         }
         return 0;

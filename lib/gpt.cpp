@@ -209,21 +209,8 @@ void gpt_init(GPT<real>& m, uint64_t seed) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// Forward and backward.
-
-// Zeroes the residual stream's gradient before LayerNorm's backward first adds into it (time
-// charged to "other").
-template <typename real>
-static void zero(const GPT<real>& m, real* p, size_t n) {
-    std::memset(p, 0, n * sizeof(real));
-    if (m.profile) m.profile->tick(Work::Other, true);
-}
-
-// Charges the time since the previous tick to `kind` (only when a Profile is attached).
-template <typename real>
-static void tick(const GPT<real>& m, Work kind, bool backward) {
-    if (m.profile) m.profile->tick(kind, backward);
-}
+// Forward and backward. Each call goes through `timed`, which charges it to its kind of work
+// when build/bench has attached a Profile (lib/profile.h) and is otherwise just the call.
 
 // Each dropout site gets its own mask: the key mixes the step's key with (layer, site).
 enum DropoutSite { kEmbedding = 0, kAttention = 1, kAttnResidual = 2, kMlpResidual = 3 };
@@ -231,6 +218,24 @@ template <typename real>
 static Dropout dropout_at(const GPT<real>& m, int layer, DropoutSite site) {
     if (!m.training || m.config.dropout == 0.0f) return Dropout{};
     return Dropout{m.config.dropout, mix64(m.dropout_key ^ mix64(uint64_t(layer + 1) * 4 + site))};
+}
+
+// x = dropout(x) at a site, in place; nothing when dropout is off.
+template <typename real>
+static void dropout_at_site(const GPT<real>& m, real* x, size_t n, int layer, DropoutSite site) {
+    const Dropout drop = dropout_at(m, layer, site);
+    if (drop.active()) dropout_forward(x, x, n, drop);
+}
+
+// The gradient before a dropout site, given the one after it: dout itself when dropout is off,
+// else dout ⊙ mask / (1 - p), written into ddrop.
+template <typename real>
+static const real* dropout_at_site_backward(const GPT<real>& m, real* ddrop, const real* dout, size_t n, int layer,
+                                            DropoutSite site) {
+    const Dropout drop = dropout_at(m, layer, site);
+    if (!drop.active()) return dout;
+    dropout_backward(ddrop, dout, n, drop);
+    return ddrop;
 }
 
 template <typename real>
@@ -248,55 +253,40 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
 
     const ParameterTensors<real>& p = m.params;
     ActivationTensors<real>& a = m.acts;
+    real* datt = m.scratch.datt;  // attention's working space for dropped probabilities
     const real* wpe = c.pos == PosEncoding::Learned ? p.wpe : a.pos_table;
-    encoder_forward(a.encoded, m.inputs, p.wte, wpe, B, T, C, V);  // (N, C)
-    tick(m, Work::Embedding, false);
-    Dropout drop = dropout_at(m, 0, kEmbedding);
-    if (drop.active()) dropout_forward(a.encoded, a.encoded, NC, drop);
-    tick(m, Work::Dropout, false);
+    const Timed timed{m.profile, false};
+    timed(Work::Embedding, [&] { encoder_forward(a.encoded, m.inputs, p.wte, wpe, B, T, C, V); });  // (N, C)
+    timed(Work::Dropout, [&] { dropout_at_site(m, a.encoded, NC, 0, kEmbedding); });
 
     const real* x = a.encoded;  // the residual stream entering each block, (N, C)
     for (int l = 0; l < L; l++) {
         const BlockParameters<real>& w = p.h[l];
         BlockActivations<real>& s = a.h[l];
-        // x += attn(ln_1(x))
-        layernorm_forward(s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C);
-        tick(m, Work::LayerNorm, false);
-        linear_forward(s.qkv, s.ln_1, w.attn_w, w.attn_b, N, C, 3 * C);            // (N, 3C)
-        tick(m, Work::Matmul, false);
-        attention_forward(s.atty, s.att, m.scratch.datt, s.qkv, B, T, C, NH, dropout_at(m, l, kAttention));
-        tick(m, Work::Attention, false);
-        // the branch's output goes straight into res_2, then x is added to it in place
-        linear_forward(s.res_2, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);  // (N, C)
-        tick(m, Work::Matmul, false);
-        drop = dropout_at(m, l, kAttnResidual);
-        if (drop.active()) dropout_forward(s.res_2, s.res_2, NC, drop);
-        tick(m, Work::Dropout, false);
-        residual_forward(s.res_2, x, s.res_2, NC);
-        tick(m, Work::Residual, false);
-        // x += mlp(ln_2(x))
-        layernorm_forward(s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b, N, C);
-        tick(m, Work::LayerNorm, false);
-        linear_forward(s.fc, s.ln_2, w.fc_w, w.fc_b, N, C, 4 * C);                   // (N, 4C)
-        tick(m, Work::Matmul, false);
-        gelu_forward(s.fc_gelu, s.fc, N * 4 * C, c.gelu);
-        tick(m, Work::Gelu, false);
-        linear_forward(s.res_3, s.fc_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C);  // (N, C)
-        tick(m, Work::Matmul, false);
-        drop = dropout_at(m, l, kMlpResidual);
-        if (drop.active()) dropout_forward(s.res_3, s.res_3, NC, drop);
-        tick(m, Work::Dropout, false);
-        residual_forward(s.res_3, s.res_2, s.res_3, NC);
-        tick(m, Work::Residual, false);
+        const Dropout drop = dropout_at(m, l, kAttention);
+        // x += attn(ln_1(x)): the branch's output goes straight into res_2, then x is added to it
+        timed(Work::LayerNorm, [&] { layernorm_forward(s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C); });
+        timed(Work::Matmul, [&] { linear_forward(s.qkv, s.ln_1, w.attn_w, w.attn_b, N, C, 3 * C); });  // (N, 3C)
+        timed(Work::Attention, [&] { attention_forward(s.atty, s.att, datt, s.qkv, B, T, C, NH, drop); });
+        timed(Work::Matmul, [&] { linear_forward(s.res_2, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C); });
+        timed(Work::Dropout, [&] { dropout_at_site(m, s.res_2, NC, l, kAttnResidual); });
+        timed(Work::Residual, [&] { residual_forward(s.res_2, x, s.res_2, NC); });
+        // x += mlp(ln_2(x)), the same way into res_3
+        timed(Work::LayerNorm, [&] { layernorm_forward(s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b,
+                                                       N, C); });
+        timed(Work::Matmul, [&] { linear_forward(s.fc, s.ln_2, w.fc_w, w.fc_b, N, C, 4 * C); });  // (N, 4C)
+        timed(Work::Gelu, [&] { gelu_forward(s.fc_gelu, s.fc, N * 4 * C, c.gelu); });
+        timed(Work::Matmul, [&] { linear_forward(s.res_3, s.fc_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C); });
+        timed(Work::Dropout, [&] { dropout_at_site(m, s.res_3, NC, l, kMlpResidual); });
+        timed(Work::Residual, [&] { residual_forward(s.res_3, s.res_2, s.res_3, NC); });
         x = s.res_3;
     }
-    layernorm_forward(a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C);
-    tick(m, Work::LayerNorm, false);
-    linear_forward(a.logits, a.ln_f, p.lm_head, static_cast<const real*>(nullptr), N, C, V);  // (N, V)
-    tick(m, Work::Matmul, false);
-    m.loss = targets ? crossentropy_forward(a.probs, a.losses, a.logits, m.targets, N, V) : 0.0;
-    tick(m, Work::CrossEntropy, false);
-    return m.loss;
+    timed(Work::LayerNorm, [&] { layernorm_forward(a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C); });
+    const real* no_bias = nullptr;
+    timed(Work::Matmul, [&] { linear_forward(a.logits, a.ln_f, p.lm_head, no_bias, N, C, V); });  // (N, V)
+    if (!targets) return m.loss = 0.0;
+    return m.loss = timed(Work::CrossEntropy,
+                          [&] { return crossentropy_forward(a.probs, a.losses, a.logits, m.targets, N, V); });
 }
 
 template <typename real>
@@ -320,66 +310,57 @@ void gpt_backward(GPT<real>& m, real dloss) {
     const ActivationTensors<real>& a = m.acts;
     BackwardScratch<real>& d = m.scratch;
     const real* x_last = L > 0 ? a.h[L - 1].res_3 : a.encoded;
+    real* dx = d.dx;  // the gradient of the residual stream, from the top block down
+    real* no_bias = nullptr;
+    const Timed timed{m.profile, true};
 
     // loss = CE(logits); logits = ln_f · lm_headᵀ; ln_f = LN(x_L)
-    crossentropy_backward(d.dlogits, a.probs, m.targets, N, V, dloss);
-    tick(m, Work::CrossEntropy, true);
+    timed(Work::CrossEntropy, [&] { crossentropy_backward(d.dlogits, a.probs, m.targets, N, V, dloss); });
     // Tied weights: logits = ln_f · wteᵀ and x⁰ = wte[idx] + wpe use one matrix, so dL/dwte is the
     // sum of both paths. g.lm_head is g.wte then (one buffer, gpt_build), so this line adds the
     // unembedding's dlogitsᵀ · ln_f (V, C) into dwte, and encoder_backward at the end adds the
     // embedding's scatter on top: the += of every backward is the whole of the accumulation.
-    linear_backward(d.dln, g.lm_head, static_cast<real*>(nullptr), d.dlogits, a.ln_f, p.lm_head, N, C, V);
-    tick(m, Work::Matmul, true);
-    real* dx = d.dx;  // the gradient of the residual stream, from the top block down
-    zero(m, dx, NC);
-    layernorm_backward(dx, g.ln_f_w, g.ln_f_b, d.dln, x_last, p.ln_f_w, a.ln_f_mean, a.ln_f_rstd, N, C);
-    tick(m, Work::LayerNorm, true);
+    timed(Work::Matmul, [&] { linear_backward(d.dln, g.lm_head, no_bias, d.dlogits, a.ln_f, p.lm_head, N, C, V); });
+    std::memset(dx, 0, NC * sizeof(real));  // the one buffer a backward adds into (LayerNorm's dinp)
+    timed(Work::LayerNorm, [&] { layernorm_backward(dx, g.ln_f_w, g.ln_f_b, d.dln, x_last, p.ln_f_w, a.ln_f_mean,
+                                                    a.ln_f_rstd, N, C); });
 
     for (int l = L - 1; l >= 0; l--) {
         const BlockParameters<real>& w = p.h[l];
         BlockParameters<real>& gw = g.h[l];
         const BlockActivations<real>& s = a.h[l];
         const real* x = l == 0 ? a.encoded : a.h[l - 1].res_3;
+        const Dropout drop = dropout_at(m, l, kAttention);
         // res_3 = res_2 + mlp_proj. A sum passes its gradient unchanged to both terms
-        // (residual_backward), so dx — d res_3 — is also d mlp_proj, read by the MLP branch
-        // below; once the branch has added its own part through ln_2, dx is d res_2. No copy.
-        const real* dmlp = dx;
-        Dropout drop = dropout_at(m, l, kMlpResidual);
-        if (drop.active()) dropout_backward(d.ddrop, dx, NC, drop), dmlp = d.ddrop;
-        tick(m, Work::Dropout, true);
-        // mlp_proj = fc_gelu · Wᵀ + b;  fc_gelu = gelu(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = LN(res_2)
-        linear_backward(d.dfc_gelu, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_gelu, w.mlp_proj_w, N, 4 * C, C);
-        tick(m, Work::Matmul, true);
-        gelu_backward(d.dfc, s.fc, d.dfc_gelu, N * 4 * C, c.gelu);
-        tick(m, Work::Gelu, true);
-        linear_backward(d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, w.fc_w, N, C, 4 * C);
-        tick(m, Work::Matmul, true);
-        layernorm_backward(dx, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w, s.ln_2_mean, s.ln_2_rstd, N, C);
-        tick(m, Work::LayerNorm, true);
+        // (residual.h), so dx — d res_3 — is also d mlp_proj, read by the MLP branch below;
+        // once the branch has added its own part through ln_2, dx is d res_2. No copy.
+        // mlp_proj = dropout(fc_gelu · Wᵀ + b);  fc_gelu = gelu(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = LN(res_2)
+        const real* dmlp =
+            timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, l, kMlpResidual); });
+        timed(Work::Matmul, [&] { linear_backward(d.dfc_gelu, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_gelu,
+                                                  w.mlp_proj_w, N, 4 * C, C); });
+        timed(Work::Gelu, [&] { gelu_backward(d.dfc, s.fc, d.dfc_gelu, N * 4 * C, c.gelu); });
+        timed(Work::Matmul, [&] { linear_backward(d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, w.fc_w, N, C, 4 * C); });
+        timed(Work::LayerNorm, [&] { layernorm_backward(dx, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w,
+                                                        s.ln_2_mean, s.ln_2_rstd, N, C); });
         // res_2 = x + attn_proj: the same again. dx is d attn_proj for the attention branch,
         // and becomes d x when ln_1's backward adds the branch's part.
-        const real* dattn = dx;
-        drop = dropout_at(m, l, kAttnResidual);
-        if (drop.active()) dropout_backward(d.ddrop, dx, NC, drop), dattn = d.ddrop;
-        tick(m, Work::Dropout, true);
-        // attn_proj = atty · Wᵀ + b;  atty = attention(qkv);  qkv = ln_1 · Wᵀ + b;  ln_1 = LN(x)
-        linear_backward(d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty, w.attn_proj_w, N, C, C);
-        tick(m, Work::Matmul, true);
-        attention_backward(d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, C, NH, dropout_at(m, l, kAttention));
-        tick(m, Work::Attention, true);
-        linear_backward(d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, w.attn_w, N, C, 3 * C);
-        tick(m, Work::Matmul, true);
-        layernorm_backward(dx, gw.ln_1_w, gw.ln_1_b, d.dln, x, w.ln_1_w, s.ln_1_mean, s.ln_1_rstd, N, C);
-        tick(m, Work::LayerNorm, true);
+        // attn_proj = dropout(atty · Wᵀ + b);  atty = attention(qkv);  qkv = ln_1 · Wᵀ + b;  ln_1 = LN(x)
+        const real* dattn =
+            timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, l, kAttnResidual); });
+        timed(Work::Matmul, [&] { linear_backward(d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty,
+                                                  w.attn_proj_w, N, C, C); });
+        timed(Work::Attention, [&] { attention_backward(d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, C, NH, drop); });
+        timed(Work::Matmul, [&] { linear_backward(d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, w.attn_w, N, C, 3 * C); });
+        timed(Work::LayerNorm, [&] { layernorm_backward(dx, gw.ln_1_w, gw.ln_1_b, d.dln, x, w.ln_1_w, s.ln_1_mean,
+                                                        s.ln_1_rstd, N, C); });
     }
     // encoded = dropout(wte[idx] + wpe)
-    Dropout drop = dropout_at(m, 0, kEmbedding);
-    if (drop.active()) dropout_backward(d.ddrop, dx, NC, drop), dx = d.ddrop;
-    tick(m, Work::Dropout, true);
-    // dwte += the scatter of dx's rows (with tied weights onto lm_head's gradient, added above)
-    encoder_backward(g.wte, c.pos == PosEncoding::Learned ? g.wpe : static_cast<real*>(nullptr), dx,
-                     m.inputs, B, T, C);
-    tick(m, Work::Embedding, true);
+    const real* denc =
+        timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, 0, kEmbedding); });
+    // dwte += the scatter of denc's rows (with tied weights onto lm_head's gradient, added above)
+    real* dwpe = c.pos == PosEncoding::Learned ? g.wpe : nullptr;
+    timed(Work::Embedding, [&] { encoder_backward(g.wte, dwpe, denc, m.inputs, B, T, C); });
 }
 
 template void gpt_build(GPT<float>&, const GPTConfig&, int, int, const GPT<float>*);

@@ -1,8 +1,12 @@
 // profile.h — where a training step's time goes, by kind of work (for build/bench).
 //
-// The model calls profile_tick(kind) after each layer: the time since the previous tick is
-// charged to that kind, in the forward or the backward column. With no Profile attached the
-// tick is one pointer test, so the training step pays nothing for it.
+// A Profile is a clock and a table of seconds per kind of work, forward and backward. Each
+// tick(kind, backward) charges the time since the previous tick to that kind. The model charges
+// each layer call to its kind through Timed (below); the trainer ticks for what it does around
+// the passes: drawing the batch and zeroing the gradients, summing the batch threads' and the
+// ranks' gradients (Other), clipping and AdamW (AdamW). Timed charges whatever ran between two
+// layer calls to Other as well (copying the inputs, zeroing the residual stream's gradient).
+// With no Profile attached, nothing is timed: a pointer test per call.
 #pragma once
 #include <array>
 #include <chrono>
@@ -13,7 +17,8 @@ enum class Work { Matmul, Attention, LayerNorm, Gelu, CrossEntropy, Embedding, R
 
 inline const char* work_name(Work w) {
     constexpr const char* names[] = {"matmul (sgemm)", "attention", "LayerNorm", "GELU", "softmax + cross-entropy",
-                                     "embedding", "residual", "dropout", "AdamW + clip", "other (zeroing, copies)"};
+                                     "embedding", "residual", "dropout", "AdamW + clip",
+                                     "other (zeroing, copies, sums)"};
     return names[int(w)];
 }
 
@@ -29,6 +34,33 @@ struct Profile {
         last = now;
     }
     void clear() { seconds = {}; }
+};
+
+// Times the calls of one pass into a Profile, when one is attached:
+//   const Timed timed{model.profile, backward};
+//   timed(Work::Gelu, [&] { gelu_forward(...); });
+// runs the call and returns what it returns; the time since the previous tick goes to Other,
+// the call's own time to Work::Gelu.
+struct Timed {
+    Profile* profile;
+    bool backward;
+
+    template <typename F>
+    auto operator()(Work kind, F&& call) const {
+        if (profile) profile->tick(Work::Other, backward);
+        const Charge charge{profile, kind, backward};  // ticks when the call returns
+        return call();
+    }
+
+private:
+    struct Charge {
+        Profile* profile;
+        Work kind;
+        bool backward;
+        ~Charge() {
+            if (profile) profile->tick(kind, backward);
+        }
+    };
 };
 
 }  // namespace hg
