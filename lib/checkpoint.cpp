@@ -198,9 +198,10 @@ Checkpoint Checkpoint::load(const std::string& path) {
 void Checkpoint::read_weights(GPT<float>& model) const {
     check(config_to_json(model.config) == config_to_json(config), "{}: model config differs from the checkpoint's",
           file.path());
+    float* params = gpt_own_parameters(model);
     for (const TensorSpec& t : model.table) {
-        file.read_f32(t.name, t.shape, model.params_memory.data() + t.offset);
-        const float* w = model.params_memory.data() + t.offset;
+        file.read_f32(t.name, t.shape, params + t.offset);
+        const float* w = params + t.offset;
         for (size_t i = 0; i < t.shape.numel(); i++)
             check(std::isfinite(w[i]), "{}: tensor '{}' holds a non-finite value at {}", file.path(), t.name, i);
     }

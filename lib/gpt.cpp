@@ -1,6 +1,7 @@
 // gpt.cpp — the tensor table, the arenas, and the forward and backward passes (see gpt.h).
 #include "lib/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -15,40 +16,52 @@ using namespace twin;
 
 // ----------------------------------------------------------------------------------------------
 // The tensor table. walk_parameters lists every parameter once, in checkpoint order, naming
-// the field of ParameterTensors it lives in. parameter_table() and the arena views are both
-// made by this one walk, so sizes, views, names and decay flags cannot drift apart.
+// the field of ParameterTensors it lives in and what the tensor is (role, fan-in). The table,
+// the arena views and the initialisation are all made from this one walk, so sizes, views,
+// names, decay flags and init rules cannot drift apart.
+
+// A row of the table, its offset left for the caller. Weight decay goes with the role: the 2-D
+// tensors (weights and embeddings) decay; biases and LayerNorm parameters do not.
+static TensorSpec spec(std::string name, Shape shape, Component component, Role role, size_t fan_in,
+                       bool residual = false) {
+    const bool decays = role == Role::Weight || role == Role::Embedding;
+    return TensorSpec{std::move(name), shape, decays, component, role, fan_in, residual, 0};
+}
 
 template <typename real, typename Visit>
 static void walk_parameters(const GPTConfig& c, ParameterTensors<real>& p, Visit&& visit) {
     const size_t V = c.vocab_size, C = c.n_embd;
     using K = Component;
-    visit("transformer.wte.weight", Shape{V, C}, true, K::Embedding, p.wte);
+    // out = inp · Wᵀ + b, W (out, in): both tensors have fan-in `in`.
+    auto linear = [&](const std::string& name, K k, size_t out, size_t in, bool has_bias, bool residual,
+                      real*& w, real*& b) {
+        visit(spec(name + ".weight", Shape{out, in}, k, Role::Weight, in, residual), w);
+        if (has_bias) visit(spec(name + ".bias", Shape{out}, k, Role::Bias, in, residual), b);
+    };
+    auto layernorm = [&](const std::string& name, K k, real*& w, real*& b) {
+        visit(spec(name + ".weight", Shape{C}, k, Role::LayerNormWeight, 1), w);
+        if (c.ln_bias()) visit(spec(name + ".bias", Shape{C}, k, Role::LayerNormBias, 1), b);
+    };
+    visit(spec("transformer.wte.weight", Shape{V, C}, K::Embedding, Role::Embedding, 1), p.wte);
     if (c.pos == PosEncoding::Learned)
-        visit("transformer.wpe.weight", Shape{size_t(c.block_size), C}, true, K::Embedding, p.wpe);
+        visit(spec("transformer.wpe.weight", Shape{size_t(c.block_size), C}, K::Embedding, Role::Embedding, 1), p.wpe);
     p.h.assign(c.n_layer, BlockParameters<real>{});
     for (int l = 0; l < c.n_layer; l++) {
         BlockParameters<real>& b = p.h[l];
         const std::string pre = "transformer.h." + std::to_string(l) + ".";
-        visit(pre + "ln_1.weight", Shape{C}, false, K::BlockLayerNorm, b.ln_1_w);
-        if (c.ln_bias()) visit(pre + "ln_1.bias", Shape{C}, false, K::BlockLayerNorm, b.ln_1_b);
-        visit(pre + "attn.c_attn.weight", Shape{3 * C, C}, true, K::Attention, b.attn_w);
-        if (c.qkv_bias()) visit(pre + "attn.c_attn.bias", Shape{3 * C}, false, K::Attention, b.attn_b);
-        visit(pre + "attn.c_proj.weight", Shape{C, C}, true, K::Attention, b.attn_proj_w);
-        if (c.attn_proj_bias())
-            visit(pre + "attn.c_proj.bias", Shape{C}, false, K::Attention, b.attn_proj_b);
-        visit(pre + "ln_2.weight", Shape{C}, false, K::BlockLayerNorm, b.ln_2_w);
-        if (c.ln_bias()) visit(pre + "ln_2.bias", Shape{C}, false, K::BlockLayerNorm, b.ln_2_b);
-        visit(pre + "mlp.c_fc.weight", Shape{4 * C, C}, true, K::MLP, b.fc_w);
-        if (c.mlp_bias()) visit(pre + "mlp.c_fc.bias", Shape{4 * C}, false, K::MLP, b.fc_b);
-        visit(pre + "mlp.c_proj.weight", Shape{C, 4 * C}, true, K::MLP, b.mlp_proj_w);
-        if (c.mlp_bias()) visit(pre + "mlp.c_proj.bias", Shape{C}, false, K::MLP, b.mlp_proj_b);
+        layernorm(pre + "ln_1", K::BlockLayerNorm, b.ln_1_w, b.ln_1_b);
+        linear(pre + "attn.c_attn", K::Attention, 3 * C, C, c.qkv_bias(), false, b.attn_w, b.attn_b);
+        linear(pre + "attn.c_proj", K::Attention, C, C, c.attn_proj_bias(), true, b.attn_proj_w, b.attn_proj_b);
+        layernorm(pre + "ln_2", K::BlockLayerNorm, b.ln_2_w, b.ln_2_b);
+        linear(pre + "mlp.c_fc", K::MLP, 4 * C, C, c.mlp_bias(), false, b.fc_w, b.fc_b);
+        linear(pre + "mlp.c_proj", K::MLP, C, 4 * C, c.mlp_bias(), true, b.mlp_proj_w, b.mlp_proj_b);
     }
-    visit("transformer.ln_f.weight", Shape{C}, false, K::FinalLayerNorm, p.ln_f_w);
-    if (c.ln_bias()) visit("transformer.ln_f.bias", Shape{C}, false, K::FinalLayerNorm, p.ln_f_b);
+    layernorm("transformer.ln_f", K::FinalLayerNorm, p.ln_f_w, p.ln_f_b);
+    real* no_bias = nullptr;
     if (c.tie_weights)
         p.lm_head = p.wte;  // one tensor, two uses: both gradients add into dwte
     else
-        visit("lm_head.weight", Shape{V, C}, true, K::LMHead, p.lm_head);
+        linear("lm_head", K::LMHead, V, C, false, false, p.lm_head, no_bias);
 }
 
 std::vector<TensorSpec> parameter_table(const GPTConfig& config) {
@@ -56,9 +69,10 @@ std::vector<TensorSpec> parameter_table(const GPTConfig& config) {
     std::vector<TensorSpec> table;
     ParameterTensors<float> unused{};
     size_t offset = 0;
-    walk_parameters(config, unused, [&](std::string name, Shape shape, bool decays, Component k, float*&) {
-        table.push_back({std::move(name), shape, decays, k, offset});
-        offset += shape.numel();
+    walk_parameters(config, unused, [&](TensorSpec t, float*&) {
+        t.offset = offset;
+        offset += t.shape.numel();
+        table.push_back(std::move(t));
     });
     return table;
 }
@@ -73,9 +87,9 @@ template <typename real>
 static ParameterTensors<real> bind_parameters(const GPTConfig& config, real* base) {
     ParameterTensors<real> p{};
     size_t offset = 0;
-    walk_parameters(config, p, [&](const std::string&, Shape shape, bool, Component, real*& slot) {
+    walk_parameters(config, p, [&](const TensorSpec& t, real*& slot) {
         slot = base + offset;
-        offset += shape.numel();
+        offset += t.shape.numel();
     });
     return p;
 }
@@ -158,7 +172,8 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
 }
 
 // ----------------------------------------------------------------------------------------------
-// Initialisation, tensor by tensor in table order, from one seeded generator.
+// Initialisation, tensor by tensor in table order, from one seeded generator, by each tensor's
+// role and fan-in (the table's):
 //   gpt2:    weights and embeddings N(0, 0.02²); the two projections that write into the
 //            residual stream (attn.c_proj, mlp.c_proj) N(0, 0.02²/2L), so that the 2L writes
 //            add up to the variance of one; biases 0; LayerNorm γ = 1, β = 0.
@@ -170,40 +185,54 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
 //            attn.c_proj and lm_head N(0, 1/C), so the q·k scores start at unit scale; mlp.c_fc
 //            and mlp.c_proj He, N(0, 2/fan_in), matched to the GELU; biases 0; γ = 1, β = 0.
 //            lesson14-scaled is the same draw with attn.c_proj and mlp.c_proj times 1/√(2L).
+// Constants and zeros draw nothing from the generator.
 
-static bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+template <typename real>
+real* gpt_own_parameters(GPT<real>& m) {
+    check(m.params_memory.size() == m.num_parameters,
+          "this model is a replica: its parameters are another model's, which is the one to write");
+    return m.params_memory.data();
 }
 
 template <typename real>
 void gpt_init(GPT<real>& m, uint64_t seed) {
+    real* params = gpt_own_parameters(m);
     Rng rng(seed);
     const GPTConfig& c = m.config;
-    size_t fan_in = 1;  // of the last weight matrix seen: a bias follows its weight in the table
     for (const TensorSpec& t : m.table) {
-        real* w = m.params_memory.data() + t.offset;
+        real* w = params + t.offset;
         const size_t n = t.shape.numel();
-        const bool is_ln = t.component == Component::BlockLayerNorm || t.component == Component::FinalLayerNorm;
-        const bool is_bias = ends_with(t.name, ".bias");
-        const bool is_embedding = t.component == Component::Embedding;
-        if (!is_bias && t.shape.ndim == 2) fan_in = t.shape[1];
-        if (is_ln) {
-            for (size_t i = 0; i < n; i++) w[i] = is_bias ? real(0) : real(1);
-        } else if (c.init == InitScheme::GPT2) {
-            double std = 0.02;
-            if (ends_with(t.name, "c_proj.weight")) std = 0.02 / std::sqrt(2.0 * c.n_layer);
-            for (size_t i = 0; i < n; i++) w[i] = is_bias ? real(0) : real(std * rng.normal());
-        } else if (c.init == InitScheme::Lesson14 || c.init == InitScheme::Lesson14Scaled) {
-            const bool is_mlp = t.component == Component::MLP;
-            double std = is_embedding ? 0.1 : std::sqrt((is_mlp ? 2.0 : 1.0) / double(fan_in));
-            if (c.init == InitScheme::Lesson14Scaled && ends_with(t.name, "c_proj.weight"))
-                std /= std::sqrt(2.0 * c.n_layer);
-            for (size_t i = 0; i < n; i++) w[i] = is_bias ? real(0) : real(std * rng.normal());
-        } else if (is_embedding) {
-            for (size_t i = 0; i < n; i++) w[i] = real(rng.normal());
-        } else {
-            const double bound = 1.0 / std::sqrt(double(fan_in));
+        auto constant = [&](double value) { std::fill(w, w + n, real(value)); };
+        auto normal = [&](double std) {
+            for (size_t i = 0; i < n; i++) w[i] = real(std * rng.normal());
+        };
+        auto uniform = [&](double bound) {  // U(-bound, bound)
             for (size_t i = 0; i < n; i++) w[i] = real(bound * (2 * rng.uniform() - 1));
+        };
+        const double pytorch_bound = 1.0 / std::sqrt(double(t.fan_in));
+        switch (t.role) {
+            case Role::LayerNormWeight: constant(1); break;
+            case Role::LayerNormBias: constant(0); break;
+            case Role::Bias:
+                if (c.init == InitScheme::PyTorch)
+                    uniform(pytorch_bound);
+                else
+                    constant(0);
+                break;
+            case Role::Embedding:
+                normal(c.init == InitScheme::GPT2 ? 0.02 : c.init == InitScheme::PyTorch ? 1.0 : 0.1);
+                break;
+            case Role::Weight:
+                if (c.init == InitScheme::GPT2) {
+                    normal(t.residual ? 0.02 / std::sqrt(2.0 * c.n_layer) : 0.02);
+                } else if (c.init == InitScheme::PyTorch) {
+                    uniform(pytorch_bound);
+                } else {  // lesson14, lesson14-scaled
+                    double std = std::sqrt((t.component == Component::MLP ? 2.0 : 1.0) / double(t.fan_in));
+                    if (c.init == InitScheme::Lesson14Scaled && t.residual) std /= std::sqrt(2.0 * c.n_layer);
+                    normal(std);
+                }
+                break;
         }
     }
 }
@@ -367,6 +396,8 @@ template void gpt_build(GPT<float>&, const GPTConfig&, int, int, const GPT<float
 template void gpt_build(GPT<double>&, const GPTConfig&, int, int, const GPT<double>*);
 template void gpt_init(GPT<float>&, uint64_t);
 template void gpt_init(GPT<double>&, uint64_t);
+template float* gpt_own_parameters(GPT<float>&);
+template double* gpt_own_parameters(GPT<double>&);
 template double gpt_forward(GPT<float>&, const int*, const int*, int, int, ForwardMode);
 template double gpt_forward(GPT<double>&, const int*, const int*, int, int, ForwardMode);
 template void gpt_zero_grad(GPT<float>&);

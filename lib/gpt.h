@@ -24,14 +24,29 @@ namespace hg {
 // The parts of the model the course's parameter table counts separately.
 enum class Component { Embedding, Attention, MLP, BlockLayerNorm, FinalLayerNorm, LMHead };
 
+// What a parameter tensor is to its layer: what gpt_init draws for it, and whether it decays.
+enum class Role {
+    Embedding,        // wte, wpe: rows looked up by token id or position
+    Weight,           // a linear layer's matrix W (out, in): out = inp · Wᵀ + b
+    Bias,             // a linear layer's b (out)
+    LayerNormWeight,  // γ (C)
+    LayerNormBias,    // β (C)
+};
+
 // One row of the tensor table. The table is the single list of the model's parameters:
 // it gives the arena's size and each tensor's view into it, the checkpoint names (nanoGPT's
-// state_dict keys), which tensors AdamW decays, and the labels tests print.
+// state_dict keys), which tensors AdamW decays, how gpt_init draws each, and the labels tests
+// print.
 struct TensorSpec {
     std::string name;     // "transformer.h.0.attn.c_attn.weight"
     Shape shape;          // (3C, C)
-    bool decays;          // AdamW weight decay: 2-D weights and embeddings only
+    bool decays;          // AdamW weight decay: the 2-D tensors (Weight, Embedding) only
     Component component;
+    Role role;
+    size_t fan_in;        // inputs per output: a linear layer's `in`, for its weight and its bias;
+                          // 1 for embeddings and LayerNorm (one input per output)
+    bool residual;        // part of a projection that writes into the residual stream
+                          // (attn.c_proj, mlp.c_proj)
     size_t offset;        // where it starts in the parameter arena, in numbers
 };
 
@@ -142,9 +157,14 @@ struct GPT {
 template <typename real>
 void gpt_build(GPT<real>& model, const GPTConfig& config, int max_B, int max_T,
                const GPT<real>* share_params_of = nullptr);
-// Draws the initial weights from config.init with a generator seeded by `seed`.
+// Draws the initial weights from config.init with a generator seeded by `seed`. hg::Error for
+// a replica (it would write into another model's weights).
 template <typename real>
 void gpt_init(GPT<real>& model, uint64_t seed);
+// The arena of the model's own parameters, for code that writes all of them (gpt_init, a
+// checkpoint's weights). hg::Error for a replica, which owns none.
+template <typename real>
+real* gpt_own_parameters(GPT<real>& model);
 
 // How a forward pass runs: training turns dropout on, with masks drawn from dropout_key.
 struct ForwardMode {

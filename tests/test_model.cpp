@@ -43,6 +43,27 @@ TEST_CASE("parameter counts match the course's numbers exactly", "[model][count]
             CHECK(last.offset + last.shape.numel() == m.num_parameters);
         }
     }
+    SECTION("each tensor's role, fan-in and residual flag agree with its name and shape") {
+        GPTConfig c = preset("course");
+        c.bias = BiasLayout::GPT2;  // every bias there is
+        auto ends_with = [](const std::string& s, const std::string& end) {
+            return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+        };
+        size_t weight_in = 0;  // the `in` of the last weight: a bias follows its weight
+        for (const TensorSpec& t : parameter_table(c)) {
+            INFO(t.name);
+            const bool ln = t.component == Component::BlockLayerNorm || t.component == Component::FinalLayerNorm;
+            const bool bias = ends_with(t.name, ".bias");
+            Role want = t.component == Component::Embedding ? Role::Embedding : Role::Weight;
+            if (ln) want = bias ? Role::LayerNormBias : Role::LayerNormWeight;
+            else if (bias) want = Role::Bias;
+            CHECK(t.role == want);
+            if (t.role == Role::Weight) weight_in = t.shape[1];
+            CHECK(t.fan_in == (t.role == Role::Weight || t.role == Role::Bias ? weight_in : 1));
+            CHECK(t.residual == (t.name.find("c_proj") != std::string::npos));
+            CHECK(t.decays == (t.shape.ndim == 2));
+        }
+    }
 }
 
 // A tiny model with every parameter randomised (not the init: LayerNorm γ = 1 everywhere could
@@ -50,8 +71,7 @@ TEST_CASE("parameter counts match the course's numbers exactly", "[model][count]
 static void randomise(GPT<double>& m, uint64_t seed) {
     Rng rng(seed);
     for (const TensorSpec& t : m.table) {
-        const bool ln_weight = (t.component == Component::BlockLayerNorm || t.component == Component::FinalLayerNorm) &&
-                               t.name.find(".weight") != std::string::npos;
+        const bool ln_weight = t.role == Role::LayerNormWeight;
         double* w = m.params_memory.data() + t.offset;
         for (size_t i = 0; i < t.shape.numel(); i++) w[i] = (ln_weight ? 1.0 : 0.0) + 0.3 * rng.normal();
     }
@@ -181,6 +201,13 @@ TEST_CASE("bad configs are rejected with a clear message", "[model][errors]") {
     b = c; b.dropout = -0.1f;             rejects(b, "dropout");
     b = c; b.dropout = std::nanf("");     rejects(b, "dropout");
     REQUIRE_THROWS_WITH(preset("gpt3"), Catch::Contains("unknown preset"));
+    {  // a replica views another model's weights: initialising it is an error, not a write through null
+        GPT<float> owner, replica;
+        gpt_build(owner, c, 1, 8);
+        gpt_build(replica, c, 1, 8, &owner);
+        REQUIRE_THROWS_WITH(gpt_init(replica, 1), Catch::Contains("replica"));
+        CHECK_NOTHROW(gpt_init(owner, 1));
+    }
     for (const std::string& name : preset_names()) {  // the message lists every preset
         REQUIRE_THROWS_WITH(preset("gpt3"), Catch::Contains(name));
         CHECK_NOTHROW(preset(name).validate());
