@@ -18,8 +18,10 @@ SAN      ?=
 # No -march=native: Highway compiles every x86 target itself and picks one at run time,
 # so one binary uses AVX-512 here and still runs on an older x86-64.
 OPT      ?= -O3
-# -ffp-contract=off: no silent fusing of a*b+c into FMA, so a kernel gives the same bits on
-# every SIMD target (AVX2 has FMA, SSE4 has not) and matches its scalar twin exactly.
+# -ffp-contract=off: the compiler never fuses a*b+c into an FMA by itself, so scalar code (the
+# twins, the kernels' scalar tails) rounds each operation as written. That is not bit-identity
+# across SIMD targets: Highway's MulAdd fuses on AVX2 and not on SSE4, and lane sums follow the
+# vector width. The same SIMD target and thread setting give the same bits (lib/kernels/simd.h).
 CXXFLAGS ?= $(OPT) -g -std=c++17 -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter
 CPPFLAGS += -I. -MMD -MP
 

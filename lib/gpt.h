@@ -113,8 +113,9 @@ struct ActivationTensors {
     real* losses;     // (N)
 };
 
-// Working space of the backward pass, reused by every block (zeroed before each use,
-// since every backward accumulates).
+// Working space of the backward pass, reused by every block. Each buffer is written whole by the
+// layer that produces it (layers.h), so none is zeroed first, except dx: LayerNorm's backward
+// adds into it, and gpt_backward zeroes it once.
 template <typename real>
 struct BackwardScratch {
     real* dx;         // (N, C) gradient of the residual stream, updated block by block
@@ -124,7 +125,7 @@ struct BackwardScratch {
     real* ddrop;      // (N, C) gradient before a dropout (used only when dropout is on)
     real* dfc;        // (N, 4C)
     real* dfc_gelu;   // (N, 4C)
-    real* datt;       // (B, NH, T, T) attention's working space
+    real* datt;       // (B, NH, T, T) attention's working space (the forward's too, for dropout)
     real* dlogits;    // (N, V)
 };
 

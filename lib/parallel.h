@@ -3,8 +3,11 @@
 // The rule: a loop goes parallel when it touches more than kParallelMin numbers and has more
 // than one piece of work; below that, waking the threads costs more than they save. The work
 // is cut into pieces of a size fixed by the caller, never by the thread count, and each piece
-// is computed whole by one thread, in the order a serial loop would. So a layer's result is
-// the same bits whatever the number of threads, and whether the loop ran in parallel at all.
+// is computed whole by one thread, in the order a serial loop would. So what such a loop
+// computes is the same bits whatever the number of threads, and whether it ran in parallel.
+// (The sgemm calls are another matter: OpenBLAS's own threading can change the last bits of a
+// product with the thread count, which is why results are bit-identical for a given thread
+// setting, not across settings.)
 //
 // Called from inside another parallel region (the trainer's batch threads), the loop runs on
 // the calling thread alone: nested regions are inactive, OpenMP's default. Attention and

@@ -4,7 +4,7 @@
 //   learning_rate |      ____
 //                 |    /      `-.
 //                 |  /            `-.            linear warmup, then half a cosine
-//          min_lr |/                  `-.______  down to min_lr, then flat
+//          min_lr |/                  `-.______  (or a straight line) down to min_lr, then flat
 //                 +----+-----------------+------> iter
 //                   warmup_iters    lr_decay_iters
 //
@@ -28,7 +28,7 @@
 // re-plans this is the formula above, to the bit.
 //
 // Warmup: Adam's second-moment estimate v is noisy for the first steps, so full-size steps
-// then can throw the weights far; ramping lr up gives v time to settle. The cosine then
+// then can throw the weights far; ramping lr up gives v time to settle. The decay then
 // anneals lr so the last steps refine rather than bounce. A pure function (no state) means a
 // resumed run computes exactly the lr an uninterrupted one would.
 #pragma once
@@ -50,7 +50,7 @@ struct LrSchedule {
     double learning_rate;  // peak lr, reached at the end of warmup
     double min_lr;         // floor after the decay (nanoGPT: learning_rate / 10)
     int warmup_iters;      // iterations of linear warmup
-    int lr_decay_iters;    // iteration where the cosine reaches min_lr (nanoGPT: = max_iters)
+    int lr_decay_iters;    // iteration where the decay reaches min_lr (nanoGPT: = max_iters)
     bool decay_lr = true;  // false: lr = learning_rate always (no warmup, no decay)
     LrDecay decay = LrDecay::Cosine;  // the shape of the decay from learning_rate to min_lr
     std::vector<Replan> replans = {};  // in order of iter, each at or after the warmup
@@ -63,7 +63,7 @@ struct LrSchedule {
 void validate(const LrSchedule& s);
 
 // The learning rate for iteration `iter` (0-based, >= 0). When warmup_iters == lr_decay_iters
-// the cosine phase is empty: at that iteration the result is min_lr (nanoGPT would divide by 0).
+// the decay phase is empty: at that iteration the result is min_lr (nanoGPT would divide by 0).
 double lr_at(const LrSchedule& s, int iter);
 
 // "cosine" | "linear", both ways (hg::Error naming an unknown one).

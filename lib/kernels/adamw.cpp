@@ -47,7 +47,7 @@ void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, float l
         hn::StoreU(m_i, d, m + i);
         hn::StoreU(v_i, d, v + i);
     }
-    for (; i < n; i++) {  // scalar tail (no masked loads: see STYLE.md), same operations
+    for (; i < n; i++) {  // scalar tail (simd.h), same operations
         p[i] = p[i] * decay;
         m[i] = beta1 * m[i] + c1 * g[i];
         v[i] = beta2 * v[i] + (c2 * g[i]) * g[i];

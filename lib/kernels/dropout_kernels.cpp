@@ -17,7 +17,7 @@ void DropoutMul(float* out, const float* inp, const float* mult, size_t n) {
     size_t i = 0;
     for (; i + L <= n; i += L)
         hn::StoreU(hn::Mul(hn::LoadU(d, inp + i), hn::LoadU(d, mult + i)), d, out + i);
-    for (; i < n; i++) out[i] = inp[i] * mult[i];  // scalar tail (no masked loads: STYLE.md)
+    for (; i < n; i++) out[i] = inp[i] * mult[i];  // scalar tail (simd.h)
 }
 
 }  // namespace hg::HWY_NAMESPACE

@@ -10,9 +10,9 @@
 //                      Stack Overflow); t is clamped to 10, where erfc(t) < 1e-44.
 // Then Φ = 1 - erfc(t)/2 for z > 0 and erfc(t)/2 for z < 0: no cancellation in the left tail.
 // Measured on a 1e-4 grid over x in [-20, 20] against double erfc: |Φ error| <= 6.6e-8
-// (about 1 ulp of values near 1); so erf is accurate to ~1e-7 absolute as the brief asks,
-// and gelu = x·Φ to about 1 ulp of |x|. Without FMA (SSE2/SSSE3/SSE4 targets) MulAdd rounds
-// twice, which adds at most about one more ulp.
+// (about 1 ulp of values near 1); so erf is accurate to ~1e-7 absolute, the bound the kernel
+// tests hold Φ to, and gelu = x·Φ to about 1 ulp of |x|. Without FMA (SSE2/SSSE3/SSE4
+// targets) MulAdd rounds twice, which adds at most about one more ulp.
 //
 // Tails: every kernel goes through Map (map-inl.h), which runs the last n mod Lanes elements
 // through a zero-padded buffer and the same vector code, so each element gets the same bits

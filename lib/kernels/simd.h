@@ -4,6 +4,17 @@
 // at run time by Highway's dynamic dispatch (its `skeleton` pattern: foreach_target.h,
 // HWY_EXPORT, HWY_DYNAMIC_DISPATCH). Tests use simd_targets()/simd_force_target() to run every
 // kernel on every target this CPU supports and compare it with its scalar twin.
+//
+// Tails: a kernel runs whole vectors with LoadU/StoreU, then finishes the last n mod Lanes
+// elements without masked loads (a masked tail load from an unaligned pointer crashed a 128-bit
+// build): either a scalar loop doing the same operations, or, in the elementwise kernels that
+// share Map (map-inl.h), a zero-padded buffer run through the same vector code.
+//
+// What is bit-identical: the same SIMD target and thread setting give the same bits. Across
+// targets results differ in the last bits: MulAdd is a fused multiply-add on AVX2 and AVX-512
+// but two roundings on SSE4 and below, and a SumOfLanes reduction adds in an order set by the
+// vector width. Kernels that only do IEEE operations element by element, with no MulAdd and no
+// lane sum (vec, dropout, AdamW), give the same bits on every target, as their tests check.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -15,7 +15,7 @@ void VecAdd(float* out, const float* a, const float* b, size_t n) {
     const size_t L = hn::Lanes(d);
     size_t i = 0;
     for (; i + L <= n; i += L) hn::StoreU(hn::Add(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
-    for (; i < n; i++) out[i] = a[i] + b[i];  // scalar tail (no masked loads: see STYLE.md)
+    for (; i < n; i++) out[i] = a[i] + b[i];  // scalar tail (simd.h)
 }
 
 void VecAcc(float* out, const float* a, size_t n) { VecAdd(out, out, a, n); }

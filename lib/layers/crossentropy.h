@@ -5,7 +5,8 @@
 //                computed as log Σ exp(z - max) + (max - z[target]): finite even when the
 //                target's probability underflows to 0 in float
 //   loss       = Σ losses / (number of targets != -1)
-// Backward of the mean loss, scaled by dloss (1, or 1/K under gradient accumulation):
+// Backward of the mean loss, scaled by dloss (1 for one batch; the trainer passes 1/K for K
+// micro-batches, divided again by the number of data-parallel parts):
 //   dlogits[n,:] = dloss / count · (probs[n,:] - onehot(targets[n]))   (0 where ignored)
 //
 // losses (N), probs (N,V) and logits (N,V) are row-major; targets (N) are class ids or -1.

@@ -16,7 +16,7 @@ namespace hg {
 
 // out (n), inp (n); out may alias inp. n == 0 (or a negative number cast to size_t) is hg::Error.
 void gelu_forward(float* out, const float* inp, size_t n, GeluKind kind);
-// dinp += gelu'(inp) ⊙ dout
+// dinp = gelu'(inp) ⊙ dout   (written, not added to: layers.h)
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, GeluKind kind);
 
 namespace twin {  // the scalar twins, defined below

@@ -19,7 +19,10 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
     // Each thread takes a contiguous block of rows and runs its own sgemm on it (OpenBLAS's
     // OpenMP build runs single-threaded inside our parallel region). For the narrow shapes of a
     // small GPT (768 rows × 128..512) this beats one sgemm that OpenBLAS splits itself by up to
-    // 20 % (measured with build/bench); the rows' results do not depend on the split.
+    // 20 % (measured with build/bench). The split follows the thread count, and OpenBLAS may
+    // round a block's edge rows differently (measured: 768-row shapes split in two are
+    // bit-identical to one block, N = 1000 or 37 differ in ~2-20 % of entries), so the output is
+    // bit-identical for a given thread count, within float rounding across counts.
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), t = omp_get_thread_num();

@@ -2,7 +2,7 @@
 //
 // inp (N,C), weight (OC,C), bias (OC) or null, out (N,OC). Both passes are sgemm calls
 // (lib/matmul.h). The backward writes the input's gradient and adds into the parameters'
-// (the convention of every layer, layers.h):
+// (layers.h):
 //   dinp = dout · W,   dweight += doutᵀ · inp,   dbias += Σ_n dout[n]
 #pragma once
 #include <cstddef>
