@@ -6,7 +6,7 @@
 // (AVX2, SSE4, SSSE3, SCALAR targets) when they were set:
 //   Φ kernel vs double erfc, x in [-20, 20]       |err| <= 1e-7               measured 6.5e-8
 //   GELU forward, elementwise                      <= 3 eps·|x|                measured 1.0
-//   GELU backward, elementwise                     <= 4 eps·(|dinp0| + |dout|) measured 1.83
+//   GELU backward, elementwise                     <= 4 eps·|dout|             measured 1.92
 //     (both vs the float twin, which uses std::erfc / std::tanh / std::cosh, and vs double)
 //   LayerNorm vs float twin, max error / max |ref| <= 2e-6                     measured 7.8e-7
 //     (the mean of C = 1000 numbers summed in another order; dinp is scaled by rstd·max|g|)
@@ -57,7 +57,8 @@ double layernorm_dinp_scale(const Floats& dout, const Floats& w, const Floats& r
 
 // GELU, elementwise, in ulps of the natural scale of each element:
 //   forward   |out - ref| / (eps · |x|)                 (gelu(x) = x·Φ(x), Φ in [0, 1])
-//   backward  |dinp - ref| / (eps · (|dinp0| + |dout|))  (gelu' is in [-0.17, 1.13])
+//   backward  |dinp - ref| / (eps · |dout|)           (gelu' is in [-0.17, 1.13]; dinp is
+//             written, so what it held before does not enter)
 template <class T>
 double gelu_fwd_ulps(const Floats& out, const std::vector<T>& ref, const Floats& x) {
     double worst = 0;
@@ -67,12 +68,11 @@ double gelu_fwd_ulps(const Floats& out, const std::vector<T>& ref, const Floats&
     return worst;
 }
 template <class T>
-double gelu_bwd_ulps(const Floats& dinp, const std::vector<T>& ref, const Floats& dinp0,
-                     const Floats& dout) {
+double gelu_bwd_ulps(const Floats& dinp, const std::vector<T>& ref, const Floats& dout) {
     double worst = 0;
     for (size_t i = 0; i < dinp.size(); i++)
         worst = std::max(worst, std::fabs(double(dinp[i]) - double(ref[i])) /
-                                    (kEps * (std::fabs(dinp0[i]) + std::fabs(dout[i])) + 1e-37));
+                                    (kEps * std::fabs(dout[i]) + 1e-37));
     return worst;
 }
 
@@ -119,7 +119,7 @@ TEST_CASE("GELU kernels match the float twin on every SIMD target", "[simd][gelu
                     gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
                     twin::gelu_backward(dref.data(), x.data(), dout.data(), n, kind);
                     const double fwd = gelu_fwd_ulps(out, ref, x);
-                    const double bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
+                    const double bwd = gelu_bwd_ulps(dinp, dref, dout);
                     INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
                     CHECK(fwd <= kGeluFwdUlps);
                     CHECK(bwd <= kGeluBwdUlps);
@@ -245,7 +245,7 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
                 Doubles X = to_double(x), ref(n), dref = to_double(dinp0), DO = to_double(dout);
                 twin::gelu_forward(ref.data(), X.data(), n, kind);
                 twin::gelu_backward(dref.data(), X.data(), DO.data(), n, kind);
-                const double fwd = gelu_fwd_ulps(out, ref, x), bwd = gelu_bwd_ulps(dinp, dref, dinp0, dout);
+                const double fwd = gelu_fwd_ulps(out, ref, x), bwd = gelu_bwd_ulps(dinp, dref, dout);
                 INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
                 CHECK(fwd <= kGeluFwdUlps);
                 CHECK(bwd <= kGeluBwdUlps);

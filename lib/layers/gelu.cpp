@@ -1,6 +1,7 @@
 // gelu.cpp — the fast float GELU: Highway kernels (lib/kernels/gelu_kernels), long arrays split
-// across threads in fixed chunks (lib/parallel.h). The derivatives are derived above twin::gelu_backward
-// in gelu.h; the scalar twins there are the reference these are tested against.
+// across threads in fixed chunks (lib/parallel.h). The derivatives are derived above
+// twin::gelu_backward in gelu.h; the scalar twins there are the reference these are tested
+// against.
 #include "lib/layers/gelu.h"
 
 #include "lib/kernels/gelu_kernels.h"
@@ -9,7 +10,7 @@
 namespace hg {
 
 // Numbers per piece of parallel work: a multiple of every vector width, so each element is
-// computed the same way (vector body or scalar tail) whatever the thread count.
+// computed the same way (vector body or padded tail) whatever the thread count.
 constexpr size_t kChunk = 8192;
 
 void gelu_forward(float* out,        // (n)
