@@ -1,4 +1,4 @@
-// Every number the course texts print, reproduced by handgrad (issue 9): Lesson 14's toy GPT
+// Every number the course texts print, reproduced by handgrad: Lesson 14's toy GPT
 // and its GPT-2 reconstructions, Step 5's course model, the Chinchilla budget, and the
 // behaviour the lesson shows (causality, residual-stream growth along depth, with and without
 // the 1/√(2N) branch scaling), plus Step 5's "going further": each head's QK and OV circuits
