@@ -8,6 +8,7 @@
 #   make train-mpi NP=2   the same training, data-parallel over NP processes with Open MPI
 #   make test-mpi         the multi-process tests (2 ranks under mpirun)
 #   make data-gpt2   GPT-2's tokenizer files (encoder.json, vocab.bpe) into data/gpt2, md5-checked
+#   make fuzz FUZZ_SECONDS=N   each libFuzzer harness (tests/fuzz/) N seconds, under ASan + UBSan
 #
 # Layout: lib/**/*.cpp -> build/libhandgrad.a;  apps/X.cpp -> build/X;  tests/*.cpp -> build/tests
 
@@ -67,6 +68,7 @@ APPS     := $(APP_SRC:apps/%.cpp=$(BUILD)/%)
 DEB_PKGS := g++ make pkg-config libopenblas-dev libopenblas-openmp-dev libhwy-dev catch2 \
             libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev python3-regex curl ca-certificates
 MPI_PKGS := libopenmpi-dev openmpi-bin
+FUZZ_PKGS := clang libclang-rt-14-dev libomp-14-dev
 
 SHARED_DATA ?= ../shared/data/tinyshakespeare.txt
 DATA        := data/tinyshakespeare/input.txt
@@ -77,14 +79,14 @@ OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 JOBS        ?= $(shell nproc)
 
-.PHONY: all deps deps-mpi build test test-mpi asan train train-mpi sample bench plot data data-gpt2 clean crosscheck speedrun speedrun-search \
+.PHONY: all deps deps-mpi deps-fuzz fuzz build test test-mpi asan train train-mpi sample bench plot data data-gpt2 clean crosscheck speedrun speedrun-search \
         crosscheck-deps
 .DEFAULT_GOAL := all
 all: build
 
 # Install only what is missing; as root directly, otherwise through sudo.
-deps deps-mpi:
-	@missing=$$(for p in $(if $(filter deps-mpi,$@),$(MPI_PKGS),$(DEB_PKGS)); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+deps deps-mpi deps-fuzz:
+	@missing=$$(for p in $(if $(filter deps-mpi,$@),$(MPI_PKGS),$(if $(filter deps-fuzz,$@),$(FUZZ_PKGS),$(DEB_PKGS))); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
@@ -129,6 +131,43 @@ asan: deps data data-gpt2
 	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
 	$(TEST_ENV) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
+
+# The fuzzers: each tests/fuzz/fuzz_X.cpp is a libFuzzer harness, built with clang++ and
+# -fsanitize=fuzzer,address,undefined (the library too, into build-fuzz), run FUZZ_SECONDS from
+# its seed corpus tests/fuzz/X/ (new inputs it finds go to build-fuzz/corpus/X, not into the
+# tree). Any crash, leak or undefined behaviour stops it with a non-zero exit, leaving the input
+# as build-fuzz/crash-*: such an input belongs in tests/fuzz/X/ and in the Catch2 suite
+# (tests/test_fuzz_regressions.cpp). The last lines of each run give its executions per second.
+FUZZ_SECONDS ?= 60
+FUZZ_CXX     ?= clang++
+# One SIMD target (Highway's static one): the fuzzers test parsing, not kernels, and each kernel
+# file would otherwise be compiled for every target, under sanitizers.
+FUZZ_FLAGS   := -O1 -g -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=undefined -DHWY_COMPILE_ONLY_STATIC=1
+FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.cpp))
+FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.cpp=build-fuzz/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.cpp=build-fuzz/obj/%.o)
+FUZZ_BLAS    := /usr/lib/x86_64-linux-gnu/openblas-pthread
+build-fuzz/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(CPPFLAGS) -I$(FUZZ_BLAS:/usr/lib/%=/usr/include/%) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build-fuzz/libhandgrad.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+build-fuzz/fuzz_%: build-fuzz/obj/tests/fuzz/fuzz_%.o build-fuzz/libhandgrad.a
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ -L$(FUZZ_BLAS) -Wl,-rpath,$(FUZZ_BLAS) -lopenblas \
+	  -lhwy -lhwy_contrib -lfmt -lm -lpthread $(or $(shell pkg-config --libs libpcre2-8 2>/dev/null),-lpcre2-8)
+fuzz: deps deps-fuzz data-gpt2
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) $(FUZZ_BINS)
+	@for h in $(FUZZ_BINS:build-fuzz/%=%); do \
+	  mkdir -p build-fuzz/corpus/$$h; echo "== $$h: $(FUZZ_SECONDS) s"; \
+	  HANDGRAD_GPT2=$(abspath $(GPT2_DIR)) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ./build-fuzz/$$h -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/ build-fuzz/corpus/$$h tests/fuzz/$${h#fuzz_} > build-fuzz/$$h.log 2>&1; \
+	  rc=$$?; grep -E "^stat::(number_of_executed_units|average_exec_per_sec)" build-fuzz/$$h.log; \
+	  if [ $$rc -ne 0 ]; then tail -60 build-fuzz/$$h.log; echo "fuzz: $$h FAILED"; exit 1; fi; \
+	done
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_SRC:%.cpp=build-fuzz/obj/%.d)
 
 # The main job: nanoGPT's CPU recipe for the course model on tiny Shakespeare, then the
 # whole-val-split loss and a sample. No threading flags: train uses all cores and picks how
@@ -336,6 +375,6 @@ example-check: build
 -include $(LIB_PIC_OBJ:.o=.d)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(APP_SRC:%.cpp=$(BUILD)/obj/%.d)

@@ -18,6 +18,7 @@
 #include "apps/flags.h"
 #include "lib/count.h"
 #include "lib/kernels/simd.h"
+#include "lib/memory_check.h"
 #include "lib/trainer.h"
 
 using namespace hg;
@@ -69,11 +70,13 @@ int main(int argc, char** argv) {
     app.add_flag("--json", json, "one JSON object");
     return run_app(app, argc, argv, [&] {
         check(steps >= 1 && warmup >= 0, "--steps must be positive and --warmup >= 0");
+        check_threads(threads, /*zero_is_default=*/true);
         if (threads > 0) omp_set_num_threads(threads);
         threads = omp_get_max_threads();
         openblas_set_num_threads(threads);
         const GPTConfig c = model.config();
         const int T = c.block_size;
+        check_memory_available(memory_need(c, batch_size, T, batch_threads, 3));
 
         // Random tokens stand in for text: speed does not depend on what the tokens are.
         std::vector<int> ids(std::max<size_t>(200000, size_t(4) * T));

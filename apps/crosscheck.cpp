@@ -184,9 +184,10 @@ int main(int argc, char** argv) {
         const GPTConfig config = model_flags.config();
         if (T == 0) T = config.block_size;
         check(B >= 1, "--batch_size must be positive (got {})", B);
+        check_threads(threads, /*zero_is_default=*/true);
         check(T >= 1 && T <= config.block_size, "--seq_len must be in [1, block_size = {}] (got {})",
               config.block_size, T);
-        check(grad_clip >= 0, "--grad_clip must be >= 0 (got {})", grad_clip);
+        check(std::isfinite(grad_clip) && grad_clip >= 0, "--grad_clip must be a finite number >= 0 (got {})", grad_clip);
         validate(schedule);
         if (threads > 0) omp_set_num_threads(threads);
         openblas_set_num_threads(omp_get_max_threads());

@@ -15,6 +15,7 @@
 #include "lib/checkpoint.h"
 #include "lib/data.h"
 #include "lib/evaluate.h"
+#include "lib/memory_check.h"
 
 using namespace hg;
 
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
         check(text_path.empty() != data_path.empty(), "give exactly one of --text or --data");
         check(split_name == "val" || split_name == "train", "--split must be val or train (got '{}')", split_name);
         check(batch_size >= 1, "--batch_size must be positive (got {})", batch_size);
+        check_threads(threads, /*zero_is_default=*/true);
         if (threads > 0) omp_set_num_threads(threads);
         openblas_set_num_threads(omp_get_max_threads());
         const Checkpoint ck = Checkpoint::load(ckpt);
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
             Split s = split_train_val(ids);
             ids = split_name == "val" ? s.val : s.train;
         }
+        check_memory_available(memory_need(ck.config, batch_size, ck.config.block_size, 1, 1));
         GPT<float> model;
         gpt_build(model, ck.config, batch_size, ck.config.block_size);
         ck.read_weights(model);

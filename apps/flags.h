@@ -1,8 +1,9 @@
 // flags.h — the command-line flags the apps share, with nanoGPT's names (--n_layer=6 ...).
 //
 // A --preset gives the starting config; any model flag given explicitly overrides it.
-// Parsing errors and bad values end the program with one "error: ..." line and exit code 2;
-// hg::Error from the library ends it with exit code 1 (see run_app).
+// Parsing errors end the program with one "error: ..." line and exit code 2; anything thrown
+// after that (hg::Error, a std::filesystem error, running out of memory, any other exception)
+// with one "error: ..." line and exit code 1 (see run_app).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -74,7 +75,15 @@ inline std::string preset_in_args(int argc, char** argv) {
     return name;
 }
 
-// Runs an app's body: flag errors exit 2, library errors (hg::Error) exit 1, each as one line.
+// --threads: 0 (when allowed) leaves the default; more than kMaxThreads is a typo, not a machine.
+constexpr int kMaxThreads = 1024;
+inline void check_threads(int threads, bool zero_is_default) {
+    check(threads >= (zero_is_default ? 0 : 1) && threads <= kMaxThreads, "--threads must be in [{}, {}]{} (got {})",
+          zero_is_default ? 0 : 1, kMaxThreads, zero_is_default ? ", 0 for the default" : "", threads);
+}
+
+// Runs an app's body: flag errors exit 2, everything thrown by the body exits 1, each as one
+// line. Nothing escapes as an uncaught exception (which would end the program with SIGABRT).
 inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
     try {
         app.parse(argc, argv);
@@ -93,6 +102,12 @@ inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int
         return 1;
     } catch (const std::bad_alloc&) {
         fmt::print(stderr, "error: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {  // std::filesystem's errors among them: what() names the paths
+        fmt::print(stderr, "error: {}\n", e.what());
+        return 1;
+    } catch (...) {
+        fmt::print(stderr, "error: an unknown exception\n");
         return 1;
     }
 }

@@ -20,6 +20,7 @@
 #include "apps/flags.h"
 #include "lib/checkpoint.h"
 #include "lib/count.h"
+#include "lib/memory_check.h"
 #include "lib/probe.h"
 
 using namespace hg;
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
             check(!json, "--json prints the config's tables only; drop it for --residual_norms, --causality, --circuits");
             if (T == 0) T = c.block_size;
             check(T >= 1 && T <= c.block_size, "T ({}) must be in [1, block_size = {}]", T, c.block_size);
+            check_memory_available(memory_need(c, 1, T, 1, 1));
             GPT<float> m;
             gpt_build(m, c, 1, T);
             if (ck) ck->read_weights(m);

@@ -25,14 +25,15 @@ int main(int argc, char** argv) {
     app.add_option("--start", start, "the prompt, or FILE:path to read it from a file");
     app.add_option("--num_samples", num_samples)->capture_default_str();
     app.add_option("--max_new_tokens", max_new_tokens)->capture_default_str();
-    app.add_option("--temperature", temperature, "0: greedy")->capture_default_str();
+    app.add_option("--temperature", temperature, "0: greedy (the most likely token, no randomness)")->capture_default_str();
     app.add_option("--top_k", top_k, "keep the k most likely tokens (0: all)")->capture_default_str();
     app.add_option("--seed", seed)->capture_default_str();
     app.add_option("--threads", threads)->capture_default_str();
     return run_app(app, argc, argv, [&] {
         check(num_samples >= 1, "--num_samples must be positive (got {})", num_samples);
         check(max_new_tokens >= 0, "--max_new_tokens must be >= 0 (got {})", max_new_tokens);
-        check(threads >= 1, "--threads must be positive (got {})", threads);
+        check_threads(threads, /*zero_is_default=*/false);
+        check_sampling_knobs(temperature, top_k);
         omp_set_num_threads(threads);
         openblas_set_num_threads(threads);
         if (ckpt.empty()) ckpt = (std::filesystem::path(out_dir) / "ckpt.safetensors").string();

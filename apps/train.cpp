@@ -6,10 +6,12 @@
 //   mpirun -np 2 build/train --batch_size=6      # data-parallel: 2 ranks × 6 rows (make train-mpi)
 //
 // Prints a line per log_interval and train/val losses per eval_interval; writes
-// out_dir/ckpt.safetensors (atomically) and out_dir/log.csv. Ctrl-C finishes the step, saves,
-// and exits; a non-finite loss stops without touching the last good checkpoint. When to do
-// each of these is lib/train_loop.h's; this program reads the flags, sets the run up, and
-// prints what the run reports.
+// out_dir/ckpt.safetensors (atomically) and out_dir/log.csv, holding out_dir/train.lock all the
+// while (one run per out_dir: lib/run_lock.h). Ctrl-C, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2
+// finishes the step, saves, and exits (lib/stop_signal.h); a non-finite loss stops without
+// touching the last good checkpoint; a run the memory cannot hold is refused before it
+// allocates (lib/memory_check.h). When to do each of these is lib/train_loop.h's; this program
+// reads the flags, sets the run up, and prints what the run reports.
 //
 // Under mpirun (an MPI build, see lib/dist.h) every rank runs this same loop in lockstep; rank 0
 // alone prints, logs and writes checkpoints. An error on any rank ends the whole job at once
@@ -18,9 +20,7 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -35,13 +35,13 @@
 #include "lib/dist.h"
 #include "lib/evaluate.h"
 #include "lib/kernels/simd.h"
+#include "lib/memory_check.h"
+#include "lib/run_lock.h"
+#include "lib/stop_signal.h"
 #include "lib/train_loop.h"
 
 using namespace hg;
 namespace fs = std::filesystem;
-
-static std::atomic<bool> g_interrupted{false};
-static void on_sigint(int) { g_interrupted = true; }
 
 // How a plan reads (the first and each re-plan), with the flags that rerun it without a clock.
 static void print_plan(const TrainConfig& c, const std::string& what) {
@@ -75,7 +75,8 @@ struct Printer : RunObserver {
     }
     void saved(int) override { fmt::print("saved checkpoint to {}\n", ckpt_path); }
     void interrupted(int iter) override {
-        fmt::print("interrupted: saved checkpoint at iter {} to {}\n", iter, ckpt_path);
+        const std::string by = *stop_signal_name() ? stop_signal_name() : "a signal to another rank";
+        fmt::print("interrupted by {}: saved checkpoint at iter {} to {}\n", by, iter, ckpt_path);
     }
     void logged(int iter, const StepResult& r, double ms) override {
         const double tok_s = tokens_per_iter(trainer) / (ms / 1000);
@@ -153,7 +154,7 @@ struct TrainFlags {
               "--time_budget plans a fresh run; resume a budgeted run with the --max_iters=N "
               "--lr_decay_iters=N --warmup_iters=W it printed");
         check(init_from == "scratch" || init_from == "resume", "--init_from must be scratch or resume (got '{}')", init_from);
-        check(threads >= 0, "--threads must be >= 0, 0 for the default (got {})", threads);
+        check_threads(threads, /*zero_is_default=*/true);
         if (parse_batch_threads(batch_threads) > 0) c.batch_threads = parse_batch_threads(batch_threads);
         c.validate();
         return c;
@@ -262,7 +263,14 @@ int main(int argc, char** argv) {
         openblas_set_num_threads(threads);
 
         const std::string ckpt_path = (fs::path(flags.out_dir) / "ckpt.safetensors").string();
+        std::optional<RunLock> lock;  // rank 0 writes out_dir, and holds it until the run ends
+        if (dist.rank == 0) {
+            lock.emplace(flags.out_dir);
+            if (const int n = remove_unfinished_saves(ckpt_path))
+                fmt::print("removed {} unfinished save(s) of {} (a run killed while saving)\n", n, ckpt_path);
+        }
         const RunData d = load_run_data(flags, model, ckpt_path);
+        check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3));
         std::optional<BatchThreadsChoice> choice;
         if (parse_batch_threads(flags.batch_threads) == 0) {
             choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.ck ? &*d.ck : nullptr);
@@ -286,19 +294,18 @@ int main(int argc, char** argv) {
         }
         trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size}}.dump();
 
-        fs::create_directories(flags.out_dir);
         const std::string csv_path = (fs::path(flags.out_dir) / "log.csv").string();
         const bool new_csv = flags.init_from == "scratch" || !fs::exists(csv_path);
         std::unique_ptr<FILE, int (*)(FILE*)> csv(std::fopen(dist.rank == 0 ? csv_path.c_str() : "/dev/null",
                                                              new_csv ? "w" : "a"), std::fclose);
         check(csv != nullptr, "cannot write {}", csv_path);
         if (new_csv) std::fprintf(csv.get(), "kind,iter,loss,val_loss,lr,ms_per_iter,tokens_per_s\n");
-        std::signal(SIGINT, on_sigint);
+        install_stop_signals();
 
         RunSettings settings;
         settings.ckpt_path = ckpt_path;
         settings.always_save_checkpoint = flags.always_save_checkpoint;
-        settings.interrupted = [] { return g_interrupted.load(); };
+        settings.interrupted = stop_requested;
         Printer printer(trainer, csv.get(), ckpt_path);
         const RunResult run = run_training(trainer, plan, settings, printer);
         csv.reset();

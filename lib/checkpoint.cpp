@@ -3,10 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <set>
 
 #include "lib/errors.h"
+#include "lib/json_get.h"
 
 namespace hg {
 
@@ -28,11 +30,7 @@ GPTConfig config_from_json(const std::string& text) {
     check(j.is_object(), "checkpoint config is not a JSON object");
     auto get = [&](const char* key, auto& out) {
         check(j.contains(key), "checkpoint config has no '{}'", key);
-        try {
-            j.at(key).get_to(out);
-        } catch (const json::exception&) {
-            fail("checkpoint config '{}' has the wrong type: {}", key, j.at(key).dump());
-        }
+        json_get(j, key, out, "checkpoint config");
     };
     GPTConfig c;
     get("vocab_size", c.vocab_size), get("block_size", c.block_size), get("n_layer", c.n_layer);
@@ -113,14 +111,14 @@ void save_checkpoint(const std::string& path, const GPT<float>& model,
     w.save(path);
 }
 
-static long long parse_int(const std::string& path, const std::string& key, const std::string& s) {
-    try {
-        size_t used = 0;
-        long long x = std::stoll(s, &used);
-        if (used == s.size()) return x;
-    } catch (const std::exception&) {
-    }
-    fail("{}: metadata '{}' is not an integer: '{}'", path, key, s);
+// A metadata integer, all of `s` and within Int's range (an int, or the sampler's uint64 state).
+template <typename Int>
+static Int parse_int(const std::string& path, const std::string& key, const std::string& s) {
+    Int x = 0;
+    const auto [end, err] = std::from_chars(s.data(), s.data() + s.size(), x);
+    check(err == std::errc() && end == s.data() + s.size(), "{}: metadata '{}' is not an integer in range: '{}'",
+          path, key, s);
+    return x;
 }
 
 Checkpoint Checkpoint::load(const std::string& path) {
@@ -144,17 +142,19 @@ Checkpoint Checkpoint::load(const std::string& path) {
     }
     check(int(ck.vocab.size()) == ck.config.vocab_size, "{}: vocabulary has {} tokens but vocab_size is {}",
           path, ck.vocab.size(), ck.config.vocab_size);
-    ck.progress.iter_num = int(parse_int(path, "iter_num", need("iter_num")));
+    ck.progress.iter_num = parse_int<int>(path, "iter_num", need("iter_num"));
     try {
         ck.progress.best_val_loss = std::stod(need("best_val_loss"));
     } catch (const std::exception&) {
         fail("{}: metadata 'best_val_loss' is not a number", path);
     }
-    if (meta.count("adam_step")) ck.progress.adam_step = int(parse_int(path, "adam_step", meta.at("adam_step")));
-    if (meta.count("rng_batch")) ck.progress.rng_batch = uint64_t(std::stoull(meta.at("rng_batch")));
+    if (meta.count("adam_step")) ck.progress.adam_step = parse_int<int>(path, "adam_step", meta.at("adam_step"));
+    check(ck.progress.iter_num >= 0 && ck.progress.adam_step >= 0, "{}: metadata 'iter_num' ({}) and 'adam_step' ({}) "
+          "must be >= 0", path, ck.progress.iter_num, ck.progress.adam_step);
+    if (meta.count("rng_batch")) ck.progress.rng_batch = parse_int<uint64_t>(path, "rng_batch", meta.at("rng_batch"));
     if (meta.count("train_config")) ck.progress.train_config = meta.at("train_config");
     if (meta.count("world_size")) {
-        ck.progress.world_size = int(parse_int(path, "world_size", meta.at("world_size")));
+        ck.progress.world_size = parse_int<int>(path, "world_size", meta.at("world_size"));
         check(ck.progress.world_size >= 1, "{}: metadata 'world_size' must be >= 1 (got {})", path,
               ck.progress.world_size);
     }

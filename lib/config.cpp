@@ -20,6 +20,9 @@ void GPTConfig::validate() const {
     // Keep every size product well inside int (the layers index with int sizes).
     check(double(vocab_size) * n_embd < 2e9 && double(n_embd) * 4 * n_embd < 2e9,
           "model too large: vocab_size {} x n_embd {}", vocab_size, n_embd);
+    check(double(block_size) * n_embd < 2e9, "model too large: block_size {} x n_embd {}", block_size, n_embd);
+    // The tensor table lists a dozen tensors per layer: a million layers is a typo, not a model.
+    check(n_layer <= 100000, "n_layer must be at most 100000 (got {})", n_layer);
 }
 
 // The presets, in the order preset_names() gives them: each is GPTConfig's defaults (the

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "lib/layers/layers.h"
+#include "lib/memory_check.h"
 #include "lib/rng.h"
 
 namespace hg {
@@ -169,6 +170,14 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
     m.targets = m.inputs + size_t(max_B) * max_T;
     if (config.pos == PosEncoding::Sinusoidal)
         sinusoidal_table(m.acts.pos_table, config.block_size, config.n_embd);
+}
+
+// Declared in memory_check.h, which compares it with the memory there is.
+size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T) {
+    ActivationTensors<float> acts;
+    BackwardScratch<float> scratch;
+    return bind_activations<float>(config, max_B, max_T, nullptr, acts) +
+           bind_scratch<float>(config, max_B, max_T, nullptr, scratch);
 }
 
 // ----------------------------------------------------------------------------------------------

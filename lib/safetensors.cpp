@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "lib/run_lock.h"
+
 namespace hg {
 
 // The format stores numbers little-endian and we copy tensor bytes straight into memory.
@@ -315,6 +317,9 @@ void SafetensorsWriter::set_metadata(std::string key, std::string value) {
 
 namespace {
 
+// A save to `path` writes path.tmp.<pid> first.
+std::string temp_prefix(const std::string& path) { return path + ".tmp."; }
+
 // The temp file of one save(): closed on every path out, and deleted unless it was renamed.
 struct TempFile {
     std::string path;
@@ -327,6 +332,22 @@ struct TempFile {
 };
 
 }  // namespace
+
+// Declared in run_lock.h: only the holder of a directory's lock may call it.
+int remove_unfinished_saves(const std::string& path) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    const std::string prefix = fs::path(temp_prefix(path)).filename().string();
+    int removed = 0;
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        const bool digits = name.size() > prefix.size() &&
+                            name.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+        if (name.compare(0, prefix.size(), prefix) == 0 && digits && fs::remove(e.path(), ec)) removed++;
+    }
+    return removed;
+}
 
 void SafetensorsWriter::save(const std::string& path) const {
     // The header, in the order added (ordered_json keeps insertion order; plain json would sort),
@@ -356,7 +377,7 @@ void SafetensorsWriter::save(const std::string& path) const {
     // atomic within one file system), which is flushed to disk before it takes the final name.
     // Until the rename, `path` still holds the old file; after it, the complete new one.
     TempFile tmp;
-    tmp.path = fmt::format("{}.tmp.{}", path, ::getpid());
+    tmp.path = fmt::format("{}{}", temp_prefix(path), ::getpid());
     tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (tmp.fd < 0) {
         const std::string why = errno_str(errno), name = tmp.path;

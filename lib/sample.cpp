@@ -68,6 +68,12 @@ TopK kth_largest(const float* logits, int V, int k) {
 
 }  // namespace
 
+void check_sampling_knobs(float temperature, int top_k) {
+    check(std::isfinite(temperature) && temperature >= 0,
+          "--temperature must be a finite number >= 0, 0 for greedy (got {})", temperature);
+    check(top_k >= 0, "--top_k must be >= 0, 0 to keep every token (got {})", top_k);
+}
+
 int sample_token(const float* logits, int V, float temperature, int top_k, Rng& rng) {
     check(V >= 1, "sample_token: vocabulary size must be at least 1, got {}", V);
     check(std::isfinite(temperature), "sample_token: temperature must be a finite number, got {}", temperature);

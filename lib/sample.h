@@ -21,4 +21,9 @@ namespace hg {
 // is -inf (-inf itself is allowed: it is how a caller masks a token out).
 int sample_token(const float* logits, int V, float temperature, int top_k, Rng& rng);  // logits: (V,)
 
+// The knobs a user sets: temperature 0 means greedy (the argmax, no randomness), a positive one
+// scales the logits; top_k 0 keeps every token, k > 0 the k most likely. hg::Error for a
+// temperature that is negative, NaN or infinite, and for a negative top_k: they mean nothing.
+void check_sampling_knobs(float temperature, int top_k);
+
 }  // namespace hg

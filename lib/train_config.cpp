@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lib/errors.h"
+#include "lib/json_get.h"
 
 namespace hg {
 
@@ -24,7 +25,7 @@ void TrainConfig::validate() const {
     check(std::isfinite(grad_clip) && grad_clip >= 0, "grad_clip must be >= 0 (got {})", grad_clip);
     check(adamw.beta1 >= 0 && adamw.beta1 < 1, "beta1 must be in [0, 1) (got {})", adamw.beta1);
     check(adamw.beta2 >= 0 && adamw.beta2 < 1, "beta2 must be in [0, 1) (got {})", adamw.beta2);
-    check(adamw.eps > 0, "eps must be positive (got {})", adamw.eps);
+    check(std::isfinite(adamw.eps) && adamw.eps > 0, "eps must be a finite number > 0 (got {})", adamw.eps);
     check(std::isfinite(adamw.weight_decay) && adamw.weight_decay >= 0, "weight_decay must be >= 0 (got {})",
           adamw.weight_decay);
     check(std::isfinite(time_budget) && time_budget >= 0, "time_budget must be >= 0 seconds (got {})", time_budget);
@@ -65,12 +66,7 @@ TrainConfig train_config_from_json(const std::string& text, TrainConfig c) {
     const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
     check(j.is_object(), "train_config is not a JSON object: {}", text);
     auto get = [&](const char* key, auto& out) {
-        if (!j.contains(key)) return;
-        try {
-            j.at(key).get_to(out);
-        } catch (const json::exception&) {
-            fail("train_config '{}' has the wrong type: {}", key, j.at(key).dump());
-        }
+        if (j.contains(key)) json_get(j, key, out, "train_config");
     };
     LrSchedule& s = c.schedule;
     get("batch_size", c.batch_size), get("batch_threads", c.batch_threads);

@@ -5,7 +5,7 @@
 //     (Trainer::estimate_loss), and a checkpoint when the val loss is the best so far, or always
 //     with always_save_checkpoint, or at the last iteration; never at the iteration the run
 //     started from (that checkpoint exists already);
-//   - an interrupt (Ctrl-C) saves a checkpoint and ends the run;
+//   - an interrupt (a stop signal: stop_signal.h) saves a checkpoint and ends the run;
 // then the step, and a log line every log_interval iterations and at the planned last one. A
 // non-finite loss ends the run with an hg::Error and saves nothing: the last good checkpoint
 // stays as it was. Evaluating and saving do not count against a time budget.

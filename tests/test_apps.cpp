@@ -138,7 +138,7 @@ TEST_CASE("Ctrl-C finishes the step, saves a loadable checkpoint, and exits clea
                 " --max_iters=100000000 --eval_interval=100000000");
     INFO(r.output);
     CHECK(r.status == 0);
-    CHECK(r.output.find("interrupted: saved checkpoint") != std::string::npos);
+    CHECK(r.output.find("interrupted by SIGINT: saved checkpoint") != std::string::npos);
     Checkpoint ck = Checkpoint::load(out + "/ckpt.safetensors");
     CHECK(ck.progress.iter_num > 0);
 }

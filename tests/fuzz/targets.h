@@ -1,0 +1,184 @@
+// targets.h — what each fuzzer checks about one input, shared by the libFuzzer harnesses
+// (tests/fuzz/fuzz_*.cpp, `make fuzz`) and the Catch2 suite, which replays every seed and every
+// input that once broke something (tests/test_fuzz_regressions.cpp).
+//
+// Each target returns normally when the library accepted the input and kept its promises, or
+// refused it with hg::Error (or, for flags, CLI::ParseError). A broken promise throws
+// PropertyBroken; any other exception escapes, and the harness turns both into a crash.
+#pragma once
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "apps/flags.h"
+#include "lib/batch_threads.h"
+#include "lib/bpe.h"
+#include "lib/checkpoint.h"
+#include "lib/data.h"
+#include "lib/sample.h"
+#include "lib/schedule.h"
+#include "lib/train_config.h"
+#include "lib/utf8.h"
+
+namespace hg::fuzz {
+
+struct PropertyBroken : std::logic_error {
+    using std::logic_error::logic_error;
+};
+
+inline void promise(bool kept, const char* what) {
+    if (!kept) throw PropertyBroken(what);
+}
+
+// Any bytes as a checkpoint file: Checkpoint::load (the safetensors reader and the checkpoint
+// validator) returns a checkpoint whose every tensor lies inside the file, or throws hg::Error;
+// the weights (and moments) then read into a model built from its config.
+inline void checkpoint_bytes(const uint8_t* data, size_t size) {
+    // The bytes as a file without touching the disk: a memfd, opened through its /proc path.
+    static const int fd = memfd_create("fuzz-checkpoint", 0);
+    promise(fd >= 0 && ftruncate(fd, 0) == 0 && pwrite(fd, data, size, 0) == ssize_t(size), "memfd");
+    try {
+        const Checkpoint ck = Checkpoint::load("/proc/self/fd/" + std::to_string(fd));
+        size_t bytes = 0;
+        for (const std::string& name : ck.file.names()) {
+            const auto& e = ck.file.get(name);
+            promise(e.end >= e.begin && e.end - e.begin == e.nbytes(), "tensor range");
+            volatile uint8_t sum = 0;  // ASan sees any byte outside the buffer
+            for (size_t i = 0; i < e.nbytes(); i++) sum = uint8_t(sum + e.data[i]);
+            bytes += e.nbytes();
+        }
+        promise(bytes <= size, "tensors larger than the file");
+        // A model for the weights: its arenas stay small (the file bounds the weights, not a
+        // sinusoidal position table).
+        const GPTConfig& c = ck.config;
+        if (double(c.block_size) * c.n_embd < 1e6) {
+            GPT<float> model;
+            gpt_build(model, c, 1, 1);
+            ck.read_weights(model);
+            if (ck.has_optimizer) {
+                std::vector<float> m(model.num_parameters), v(model.num_parameters);
+                ck.read_optimizer(model, m.data(), v.data());
+            }
+        }
+    } catch (const Error&) {
+    }
+}
+
+// Any bytes as a text for the "char" tokenizer: utf8_next walks them without reading past the
+// end and re-encoding each code point gives back its bytes; the tokenizer accepts exactly the
+// non-empty valid UTF-8 texts, its vocabulary is in increasing code-point order, and
+// decode(encode(text)) == text.
+inline void text_bytes(const uint8_t* data, size_t size) {
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    bool valid = true;
+    for (size_t pos = 0; pos < text.size();) {
+        char32_t cp = 0;
+        const size_t n = utf8_next(text, pos, cp);
+        if (n == 0) {
+            valid = false;
+            break;
+        }
+        promise(n <= 4 && pos + n <= text.size() && utf8_encode(cp) == text.substr(pos, n), "utf8_next");
+        pos += n;
+    }
+    bool accepted = false;
+    try {
+        const Tokenizer tok = Tokenizer::from_text(text);
+        accepted = true;
+        for (size_t i = 1; i < tok.vocab.size(); i++) {
+            char32_t a = 0, b = 0;
+            utf8_next(tok.vocab[i - 1], 0, a), utf8_next(tok.vocab[i], 0, b);
+            promise(a < b, "vocabulary order");
+        }
+        const std::vector<int> ids = tok.encode(text);
+        promise(ids.size() <= text.size() && tok.decode(ids.data(), ids.size()) == text, "char round trip");
+    } catch (const Error&) {
+    }
+    promise(accepted == (valid && !text.empty()), "accepts exactly valid UTF-8");
+}
+
+// Any bytes through GPT-2's BPE: every id in [0, V) and decode(encode(x)) == x, with and without
+// "<|endoftext|>" as the special token.
+inline void bpe_bytes(const Gpt2Tokenizer& tok, const uint8_t* data, size_t size) {
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    for (const std::vector<int>& ids : {tok.encode(text), tok.encode_with_special(text)}) {
+        for (int id : ids) promise(id >= 0 && id < tok.size(), "id out of range");
+        promise(tok.decode(ids.data(), ids.size()) == text, "BPE round trip");
+    }
+}
+
+// The apps' flag parsing. The input, split at newlines, is an argv: the model flags
+// (apps/flags.h) and the string flags the library parses for train and sample (--lr_replans,
+// --batch_threads, --lr_decay, the sampling knobs, --threads); the config they give is
+// validated. An input that starts with '{' is a checkpoint's config JSON and a train_config
+// JSON instead.
+inline void flag_bytes(const uint8_t* data, size_t size) {
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    if (!text.empty() && text[0] == '{') {
+        try {
+            const GPTConfig c = config_from_json(text);
+            promise(config_to_json(config_from_json(config_to_json(c))) == config_to_json(c), "config JSON round trip");
+        } catch (const Error&) {
+        }
+        try {
+            train_config_from_json(text).validate();
+        } catch (const Error&) {
+        }
+        return;
+    }
+    std::vector<std::string> args = {"fuzz"};
+    for (size_t start = 0; start <= text.size();) {
+        const size_t end = std::min(text.find('\n', start), text.size());
+        args.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    CLI::App app{"fuzz"};
+    ModelFlags model;
+    model.add(app);
+    std::string replans, batch_threads = "auto", decay = "cosine";
+    float temperature = 0.8f;
+    int top_k = 200, threads = 0;
+    app.add_option("--lr_replans", replans);
+    app.add_option("--batch_threads", batch_threads);
+    app.add_option("--lr_decay", decay);
+    app.add_option("--temperature", temperature);
+    app.add_option("--top_k", top_k);
+    app.add_option("--threads", threads);
+    try {
+        app.parse(int(argv.size()), argv.data());
+    } catch (const CLI::Error&) {
+        return;
+    }
+    try {
+        const GPTConfig c = model.config();
+        promise(config_to_json(config_from_json(config_to_json(c))) == config_to_json(c), "config JSON round trip");
+        TrainConfig tc = train_preset(model.preset);
+        tc.schedule.decay = parse_lr_decay(decay);
+        tc.schedule.replans = parse_replans(replans);
+        if (parse_batch_threads(batch_threads) > 0) tc.batch_threads = parse_batch_threads(batch_threads);
+        tc.validate();
+        check_sampling_knobs(temperature, top_k);
+        check_threads(threads, true);
+    } catch (const Error&) {
+    }
+}
+
+}  // namespace hg::fuzz
+
+// The harness of one target: LLVMFuzzerTestOneInput runs `call` (on data, size), and a broken
+// promise or any exception that is not a refusal becomes a crash libFuzzer keeps the input of.
+#define HG_FUZZ_TARGET(call)                                                   \
+    extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { \
+        try {                                                                  \
+            call;                                                              \
+        } catch (...) {                                                        \
+            __builtin_trap();                                                  \
+        }                                                                      \
+        return 0;                                                              \
+    }
