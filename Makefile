@@ -268,7 +268,15 @@ CC_gpt2_tied  := --bias_layout=gpt2 --tie_weights=true --n_layer=2 --n_head=4 --
 CC_sinusoidal := --preset=lesson14 --batch_size=4
 CC_tanh_none  := --gelu=tanh --bias_layout=none --n_layer=2 --n_head=3 --n_embd=48 --block_size=16 --batch_size=4
 CC_dropout    := --preset=course --n_layer=2 --tie_weights=true --dropout=0.1 --seq_len=48
-CC_NAMES      := course gpt2_tied sinusoidal tanh_none dropout
+# Today's block: every choice at once (pytorch init, so the logits are large enough for a cap of 2
+# to bend them), ReLU² with rope alone, and RMSNorm + QK-norm + cap on the dropout model.
+CC_modern     := --norm=rmsnorm --pos=rope --mlp=swiglu --qk_norm --logit_softcap=2 --init=pytorch --n_layer=2 \
+                 --n_head=4 --n_embd=64 --block_size=32 --vocab_size=96 --seq_len=24 --batch_size=3
+CC_relu2_rope := --mlp=relu2 --pos=rope --bias_layout=none --tie_weights=true --n_layer=2 --n_head=3 --n_embd=48 \
+                 --block_size=16 --batch_size=4
+CC_rms_qk_cap := --preset=course --n_layer=2 --norm=rmsnorm --qk_norm --logit_softcap=1 --tie_weights=true \
+                 --dropout=0.1 --seq_len=48
+CC_NAMES      := course gpt2_tied sinusoidal tanh_none dropout modern relu2_rope rms_qk_cap
 CC_CORRUPT    := transformer.h.1.mlp.c_fc.weight
 # A briefly trained course model for the whole-val-split eval check (~100 iterations).
 CC_TRAIN_ARGS := --preset=course --batch_size=12 --max_iters=100 --lr_decay_iters=100 --learning_rate=1e-3 \
@@ -302,6 +310,9 @@ crosscheck: build data crosscheck-deps
 	  $(PYTHON) tools/convert.py to-handgrad $(CC_DIR)/rt-$$n.pt -o $(CC_DIR)/rt-$$n.safetensors >/dev/null && \
 	  cmp $(CC_DIR)/$$n.ckpt.safetensors $(CC_DIR)/rt-$$n.safetensors && echo "ok: $$n round trip byte-identical" || exit 1; \
 	done
+	@if $(PYTHON) tools/convert.py to-pytorch $(CC_DIR)/modern.ckpt.safetensors -o $(CC_DIR)/rt-modern.pt \
+	  > $(CC_DIR)/rt-modern.log 2>&1; then echo "crosscheck: convert.py wrote a modern model in nanoGPT's format"; exit 1; fi
+	@grep -q "cannot express" $(CC_DIR)/rt-modern.log && echo "ok: to-pytorch refuses what nanoGPT cannot express:" && cat $(CC_DIR)/rt-modern.log
 	@echo "== 5. a nanoGPT ckpt.pt -> handgrad: build/sample --temperature=0 = PyTorch's greedy decoding"
 	$(PYTHON) tools/crosscheck.py make-nanogpt --data=$(DATA) --out=$(CC_DIR)/nanogpt --iters=300
 	$(PYTHON) tools/convert.py to-handgrad $(CC_DIR)/nanogpt/ckpt.pt -o $(CC_DIR)/nanogpt.safetensors

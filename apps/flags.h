@@ -21,9 +21,10 @@ namespace hg {
 struct ModelFlags {
     std::string preset = "course";
     GPTConfig cfg;  // receives the parsed values
-    std::string bias_layout, pos, gelu, init;
+    std::string bias_layout, pos, gelu, init, norm, mlp;
     bool bias = true;
     CLI::Option *o_vocab, *o_block, *o_layer, *o_head, *o_embd, *o_dropout, *o_bias, *o_tie;
+    CLI::Option *o_rope_base, *o_qk_norm, *o_softcap, *o_zero_proj;
 
     void add(CLI::App& app) {
         // As nanoGPT's configurator: a flag given twice takes its last value.
@@ -38,9 +39,17 @@ struct ModelFlags {
         o_bias = app.add_option("--bias", bias, "nanoGPT's switch: True = biases everywhere (gpt2 layout), False = none");
         app.add_option("--bias_layout", bias_layout, "gpt2 | course | lesson14 | none");
         o_tie = app.add_option("--tie_weights", cfg.tie_weights, "share wte with lm_head");
-        app.add_option("--pos", pos, "learned | sinusoidal");
+        app.add_option("--pos", pos, "learned | sinusoidal | rope");
+        o_rope_base = app.add_option("--rope_base", cfg.rope_base, "RoPE's base (default 10000)");
+        app.add_option("--norm", norm, "layernorm | rmsnorm");
+        app.add_option("--mlp", mlp, "gelu | swiglu | relu2");
         app.add_option("--gelu", gelu, "erf | tanh");
+        // A bare --qk_norm turns it on; --qk_norm=false (or 0) off.
+        o_qk_norm = app.add_flag("--qk_norm", cfg.qk_norm, "RMS-normalise each head of q and k before the scores");
+        o_softcap = app.add_option("--logit_softcap", cfg.logit_softcap, "S: logits = S·tanh(z/S); 0 = off");
         app.add_option("--init", init, "gpt2 | pytorch | lesson14 | lesson14-scaled");
+        o_zero_proj = app.add_flag("--init_zero_proj", cfg.init_zero_proj,
+                                   "zero-initialise attn.c_proj and mlp.c_proj weights");
     }
 
     // The preset with every explicitly given flag applied, validated.
@@ -58,6 +67,12 @@ struct ModelFlags {
         if (!pos.empty()) c.pos = parse_pos_encoding(pos);
         if (!gelu.empty()) c.gelu = parse_gelu(gelu);
         if (!init.empty()) c.init = parse_init(init);
+        if (o_rope_base->count()) c.rope_base = cfg.rope_base;
+        if (!norm.empty()) c.norm = parse_norm(norm);
+        if (!mlp.empty()) c.mlp = parse_mlp(mlp);
+        if (o_qk_norm->count()) c.qk_norm = cfg.qk_norm;
+        if (o_softcap->count()) c.logit_softcap = cfg.logit_softcap;
+        if (o_zero_proj->count()) c.init_zero_proj = cfg.init_zero_proj;
         c.validate();
         return c;
     }

@@ -171,7 +171,10 @@ int main(int argc, char** argv) {
             j["config"] = {{"preset", model.preset}, {"vocab_size", c.vocab_size}, {"block_size", c.block_size},
                            {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd},
                            {"dropout", c.dropout}, {"bias", to_string(c.bias)}, {"tie_weights", c.tie_weights},
-                           {"pos_encoding", to_string(c.pos)}, {"gelu", to_string(c.gelu)}, {"init", to_string(c.init)}};
+                           {"pos_encoding", to_string(c.pos)}, {"gelu", to_string(c.gelu)}, {"init", to_string(c.init)},
+                           {"norm", to_string(c.norm)}, {"mlp", to_string(c.mlp)}, {"mlp_hidden", c.mlp_hidden()},
+                           {"rope_base", c.rope_base}, {"qk_norm", c.qk_norm}, {"logit_softcap", c.logit_softcap},
+                           {"init_zero_proj", c.init_zero_proj}};
             for (const auto& s : shapes) {
                 std::vector<size_t> dims(s.shape.dims.begin(), s.shape.dims.begin() + s.shape.ndim);
                 j["shapes"].push_back({{"stage", s.stage}, {"shape", dims}});
@@ -201,6 +204,14 @@ int main(int argc, char** argv) {
                    "positions={} gelu={} init={}\n\n", model.preset, c.vocab_size, c.block_size, c.n_layer,
                    c.n_head, c.n_embd, c.dropout, to_string(c.bias), c.tie_weights ? "tied" : "untied",
                    to_string(c.pos), to_string(c.gelu), to_string(c.init));
+        const GPTConfig gpt2_block{};
+        if (c.norm != gpt2_block.norm || c.mlp != gpt2_block.mlp || c.pos == PosEncoding::Rope || c.qk_norm ||
+            c.logit_softcap > 0 || c.init_zero_proj)
+            fmt::print("Block: norm={} mlp={} (hidden {}){}{}{}{}\n\n", to_string(c.norm), to_string(c.mlp),
+                       c.mlp_hidden(), c.pos == PosEncoding::Rope ? fmt::format(" rope_base={}", c.rope_base) : "",
+                       c.qk_norm ? " qk_norm" : "",
+                       c.logit_softcap > 0 ? fmt::format(" logit_softcap={}", c.logit_softcap) : "",
+                       c.init_zero_proj ? " init_zero_proj" : "");
         fmt::print("Shapes of one forward pass (B={}, T={})\n", B, T);
         for (const auto& s : shapes) fmt::print("  {:<32} {}\n", s.stage, s.shape.str());
 
@@ -208,21 +219,29 @@ int main(int argc, char** argv) {
         auto row = [&](const std::string& name, size_t n) {
             fmt::print("  {:<32} {:>14} {:>7.1f} %\n", name, commas(double(n)), 100.0 * double(n) / total);
         };
-        row(c.pos == PosEncoding::Learned ? "embeddings (wte + wpe)" : "embeddings (wte; sinusoidal pos: 0)",
+        row(c.pos == PosEncoding::Learned      ? "embeddings (wte + wpe)"
+            : c.pos == PosEncoding::Sinusoidal ? "embeddings (wte; sinusoidal pos: 0)"
+                                               : "embeddings (wte; rope: no wpe)",
             p.embedding);
         row("attention", p.attention);
-        row("MLP", p.mlp);
-        row("block LayerNorms", p.block_layernorm);
-        row(c.tie_weights ? "final LayerNorm (+ tied unembedding: 0)" : "final LayerNorm + unembedding",
-            final_and_head);
+        row(c.mlp == MlpKind::SwiGLU ? "MLP (SwiGLU: W1, W3 stacked; W2)" : "MLP", p.mlp);
+        row(c.norm == NormKind::RMSNorm ? "block RMSNorms (gains)" : "block LayerNorms", p.block_layernorm);
+        const std::string final_norm = c.norm == NormKind::RMSNorm ? "final RMSNorm" : "final LayerNorm";
+        row(c.tie_weights ? final_norm + " (+ tied unembedding: 0)" : final_norm + " + unembedding", final_and_head);
         fmt::print("  {:<32} {:>14}\n", "total", commas(total));
         fmt::print("  {:<32} {:>14}   ({:.4f} of the total)\n", "all blocks", commas(double(p.blocks())),
                    double(p.blocks()) / total);
         const double diff = double(p.blocks()) - double(p.rule_of_thumb);
-        fmt::print("  12·L·C² rule of thumb {} vs blocks {}: the {} difference is the biases and\n"
-                   "  LayerNorm parameters the rule ignores (it counts only the four C×C attention\n"
-                   "  matrices and the two C×4C MLP matrices of each block).\n",
-                   commas(double(p.rule_of_thumb)), commas(double(p.blocks())), commas(diff));
+        if (c.mlp == MlpKind::SwiGLU)
+            fmt::print("  L·(4C² + 3·C·H) rule, H = {}: {} vs blocks {}: the {} difference is the biases and\n"
+                       "  norm parameters the rule ignores (it counts only the four C×C attention matrices\n"
+                       "  and SwiGLU's three C×H matrices of each block).\n",
+                       c.mlp_hidden(), commas(double(p.rule_of_thumb)), commas(double(p.blocks())), commas(diff));
+        else
+            fmt::print("  12·L·C² rule of thumb {} vs blocks {}: the {} difference is the biases and\n"
+                       "  LayerNorm parameters the rule ignores (it counts only the four C×C attention\n"
+                       "  matrices and the two C×4C MLP matrices of each block).\n",
+                       commas(double(p.rule_of_thumb)), commas(double(p.blocks())), commas(diff));
         fmt::print("  f32 size: {:.5f} MB\n", 4.0 * total / 1e6);
 
         fmt::print("\nParameters as Lesson 14 tabulates them\n");

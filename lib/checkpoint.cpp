@@ -21,7 +21,10 @@ std::string config_to_json(const GPTConfig& c) {
               {"bias", c.mlp_bias()},         {"qkv_bias", c.qkv_bias()},
               {"bias_layout", to_string(c.bias)}, {"tie_weights", c.tie_weights},
               {"pos_encoding", to_string(c.pos)}, {"gelu", to_string(c.gelu)},
-              {"init", to_string(c.init)}};
+              {"init", to_string(c.init)},    {"norm", to_string(c.norm)},
+              {"mlp", to_string(c.mlp)},      {"rope_base", c.rope_base},
+              {"qk_norm", c.qk_norm},         {"logit_softcap", c.logit_softcap},
+              {"init_zero_proj", c.init_zero_proj}};
     return j.dump();
 }
 
@@ -36,8 +39,8 @@ GPTConfig config_from_json(const std::string& text) {
     get("vocab_size", c.vocab_size), get("block_size", c.block_size), get("n_layer", c.n_layer);
     get("n_head", c.n_head), get("n_embd", c.n_embd), get("dropout", c.dropout);
     get("tie_weights", c.tie_weights);
-    std::string s;
     if (j.contains("bias_layout")) {
+        std::string s;
         get("bias_layout", s);
         c.bias = parse_bias_layout(s);
     } else {  // nanoGPT's two switches
@@ -46,19 +49,23 @@ GPTConfig config_from_json(const std::string& text) {
         if (j.contains("qkv_bias")) get("qkv_bias", qkv_bias);
         c.bias = !bias ? BiasLayout::None : qkv_bias ? BiasLayout::GPT2 : BiasLayout::Course;
     }
-    c.pos = PosEncoding::Learned, c.gelu = GeluKind::Erf, c.init = InitScheme::GPT2;
-    if (j.contains("pos_encoding")) {
-        get("pos_encoding", s);
-        c.pos = parse_pos_encoding(s);
-    }
-    if (j.contains("gelu")) {
-        get("gelu", s);
-        c.gelu = parse_gelu(s);
-    }
-    if (j.contains("init")) {
-        get("init", s);
-        c.init = parse_init(s);
-    }
+    // The choices after nanoGPT's: a key that is absent keeps GPTConfig's default (the GPT-2
+    // block's), so older files read as what they were.
+    auto choice = [&](const char* key, auto parse, auto& out) {
+        if (!j.contains(key)) return;
+        std::string name;
+        get(key, name);
+        out = parse(name);
+    };
+    choice("pos_encoding", parse_pos_encoding, c.pos);
+    choice("gelu", parse_gelu, c.gelu);
+    choice("init", parse_init, c.init);
+    choice("norm", parse_norm, c.norm);
+    choice("mlp", parse_mlp, c.mlp);
+    if (j.contains("rope_base")) get("rope_base", c.rope_base);
+    if (j.contains("qk_norm")) get("qk_norm", c.qk_norm);
+    if (j.contains("logit_softcap")) get("logit_softcap", c.logit_softcap);
+    if (j.contains("init_zero_proj")) get("init_zero_proj", c.init_zero_proj);
     c.validate();
     return c;
 }

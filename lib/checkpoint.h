@@ -6,7 +6,9 @@
 // attention output) bias but nanoGPT's bias=True layout expects one, a zero tensor stands in.
 // "__metadata__" holds:
 //   config         JSON: vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias,
-//                  qkv_bias, bias_layout, tie_weights, pos_encoding, gelu, init
+//                  qkv_bias, bias_layout, tie_weights, pos_encoding, gelu, init, norm, mlp,
+//                  rope_base, qk_norm, logit_softcap, init_zero_proj (a key that is absent
+//                  takes GPTConfig's default, the GPT-2 block's)
 //   vocab          JSON array of the token strings, in id order
 //   iter_num, best_val_loss
 //   and for resuming: adam_step, rng_batch (the batch sampler's state), train_config (JSON:

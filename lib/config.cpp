@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "lib/errors.h"
+#include "lib/layers/swiglu.h"
 
 namespace hg {
 
@@ -23,7 +24,16 @@ void GPTConfig::validate() const {
     check(double(block_size) * n_embd < 2e9, "model too large: block_size {} x n_embd {}", block_size, n_embd);
     // The tensor table lists a dozen tensors per layer: a million layers is a typo, not a model.
     check(n_layer <= 100000, "n_layer must be at most 100000 (got {})", n_layer);
+    check(pos != PosEncoding::Rope || (n_embd / n_head) % 2 == 0,
+          "rope rotates pairs of numbers in each head: the head size n_embd / n_head = {} must be even",
+          n_embd / n_head);
+    check(std::isfinite(rope_base) && rope_base > 1, "rope_base must be a number > 1 (got {})", rope_base);
+    check(std::isfinite(logit_softcap) && logit_softcap >= 0.0f,
+          "logit_softcap must be a number >= 0, 0 for no cap (got {})", logit_softcap);
 }
+
+int GPTConfig::mlp_fc_width() const { return mlp == MlpKind::SwiGLU ? 2 * swiglu_hidden(n_embd) : 4 * n_embd; }
+int GPTConfig::mlp_hidden() const { return mlp == MlpKind::SwiGLU ? swiglu_hidden(n_embd) : 4 * n_embd; }
 
 // The presets, in the order preset_names() gives them: each is GPTConfig's defaults (the
 // course model) with what differs changed.
@@ -81,8 +91,24 @@ std::string to_string(BiasLayout b) {
     }
     return "?";
 }
-std::string to_string(PosEncoding p) { return p == PosEncoding::Learned ? "learned" : "sinusoidal"; }
+std::string to_string(PosEncoding p) {
+    switch (p) {
+        case PosEncoding::Learned: return "learned";
+        case PosEncoding::Sinusoidal: return "sinusoidal";
+        case PosEncoding::Rope: return "rope";
+    }
+    return "?";
+}
 std::string to_string(GeluKind g) { return g == GeluKind::Erf ? "erf" : "tanh"; }
+std::string to_string(NormKind n) { return n == NormKind::LayerNorm ? "layernorm" : "rmsnorm"; }
+std::string to_string(MlpKind m) {
+    switch (m) {
+        case MlpKind::Gelu: return "gelu";
+        case MlpKind::SwiGLU: return "swiglu";
+        case MlpKind::ReLU2: return "relu2";
+    }
+    return "?";
+}
 std::string to_string(InitScheme i) {
     switch (i) {
         case InitScheme::GPT2: return "gpt2";
@@ -99,9 +125,19 @@ BiasLayout parse_bias_layout(const std::string& s) {
     fail("unknown bias layout '{}' (known: gpt2, course, lesson14, none)", s);
 }
 PosEncoding parse_pos_encoding(const std::string& s) {
-    if (s == "learned") return PosEncoding::Learned;
-    if (s == "sinusoidal") return PosEncoding::Sinusoidal;
-    fail("unknown position encoding '{}' (known: learned, sinusoidal)", s);
+    for (PosEncoding p : {PosEncoding::Learned, PosEncoding::Sinusoidal, PosEncoding::Rope})
+        if (s == to_string(p)) return p;
+    fail("unknown position encoding '{}' (known: learned, sinusoidal, rope)", s);
+}
+NormKind parse_norm(const std::string& s) {
+    for (NormKind n : {NormKind::LayerNorm, NormKind::RMSNorm})
+        if (s == to_string(n)) return n;
+    fail("unknown norm '{}' (known: layernorm, rmsnorm)", s);
+}
+MlpKind parse_mlp(const std::string& s) {
+    for (MlpKind m : {MlpKind::Gelu, MlpKind::SwiGLU, MlpKind::ReLU2})
+        if (s == to_string(m)) return m;
+    fail("unknown mlp '{}' (known: gelu, swiglu, relu2)", s);
 }
 GeluKind parse_gelu(const std::string& s) {
     if (s == "erf") return GeluKind::Erf;

@@ -12,7 +12,18 @@ enum class BiasLayout {
     Lesson14,  // Lesson 14's toy: no attention biases at all (Q, K, V, output); FFN and LN biases
     None,      // nanoGPT bias=False: no bias anywhere, LayerNorms too
 };
-enum class PosEncoding { Learned, Sinusoidal };
+// Where positions enter: a learned table (wpe) or the fixed sinusoidal one added to the token
+// embeddings, or rotary embeddings (lib/layers/rope.h) that turn q and k inside each attention
+// and add nothing to the embeddings (no wpe).
+enum class PosEncoding { Learned, Sinusoidal, Rope };
+// The norm before each branch and before the head. LayerNorm has a gain γ and, unless the bias
+// layout is none, a bias β; RMSNorm (lib/layers/rmsnorm.h) has a learned gain and never a bias,
+// whatever the bias layout.
+enum class NormKind { LayerNorm, RMSNorm };
+// The MLP: GELU or ReLU² between two matrices of width 4C (c_fc, c_proj), or SwiGLU with three
+// matrices of width H = swiglu_hidden(C) (lib/layers/swiglu.h): the gate W1 and the up
+// projection W3 stacked as c_fc [W1; W3] (2H, C), then c_proj (C, H). Biases as the layout's MLP.
+enum class MlpKind { Gelu, SwiGLU, ReLU2 };
 enum class GeluKind { Erf, Tanh };  // GELU's two forms (lib/layers/gelu.h)
 enum class InitScheme {
     GPT2,      // N(0, 0.02²); residual output projections N(0, 0.02²/2L); biases 0; LN γ=1, β=0
@@ -35,12 +46,26 @@ struct GPTConfig {
     PosEncoding pos = PosEncoding::Learned;
     GeluKind gelu = GeluKind::Erf;
     InitScheme init = InitScheme::GPT2;
+    NormKind norm = NormKind::LayerNorm;
+    MlpKind mlp = MlpKind::Gelu;          // with Gelu, `gelu` picks the erf or tanh form
+    double rope_base = 10000.0;           // RoPE's θ base (used only with PosEncoding::Rope)
+    bool qk_norm = false;                 // the gain-less RMSNorm of every head of q and k before
+                                          // the scores; the scale stays 1/√hs (lib/layers/qknorm.h)
+    float logit_softcap = 0.0f;           // S: logits = S·tanh(z/S) before the loss; 0 = no cap
+    bool init_zero_proj = false;          // after the init scheme's draw, zero the two weights
+                                          // that write into the residual stream (attn.c_proj,
+                                          // mlp.c_proj): each block starts as the identity
 
     // Which tensors exist, from the bias layout.
     bool qkv_bias() const { return bias == BiasLayout::GPT2; }
     bool attn_proj_bias() const { return bias == BiasLayout::GPT2 || bias == BiasLayout::Course; }
     bool mlp_bias() const { return bias != BiasLayout::None; }
     bool ln_bias() const { return bias != BiasLayout::None; }
+    bool norm_bias() const { return norm == NormKind::LayerNorm && ln_bias(); }  // RMSNorm: never
+    // The MLP's widths: c_fc's output (4C, or 2H for SwiGLU's stacked [W1; W3]) and the hidden
+    // width after the activation, c_proj's input (4C, or H).
+    int mlp_fc_width() const;
+    int mlp_hidden() const;
 
     // Throws hg::Error naming the first bad value.
     void validate() const;
@@ -57,9 +82,13 @@ std::string to_string(BiasLayout b);
 std::string to_string(PosEncoding p);
 std::string to_string(GeluKind g);
 std::string to_string(InitScheme i);
+std::string to_string(NormKind n);
+std::string to_string(MlpKind m);
 BiasLayout parse_bias_layout(const std::string& s);
 PosEncoding parse_pos_encoding(const std::string& s);
 GeluKind parse_gelu(const std::string& s);
 InitScheme parse_init(const std::string& s);
+NormKind parse_norm(const std::string& s);
+MlpKind parse_mlp(const std::string& s);
 
 }  // namespace hg

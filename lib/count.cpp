@@ -26,8 +26,9 @@ ParameterBreakdown count_parameters(const GPTConfig& config) {
         }
         p.total += n;
     }
-    const size_t C = config.n_embd;
-    p.rule_of_thumb = 12 * size_t(config.n_layer) * C * C;
+    const size_t C = config.n_embd, mlp_matrices = config.mlp == MlpKind::SwiGLU ? 3 * C * config.mlp_hidden()
+                                                                                 : 8 * C * C;
+    p.rule_of_thumb = size_t(config.n_layer) * (4 * C * C + mlp_matrices);
     return p;
 }
 
@@ -45,7 +46,9 @@ std::vector<std::string> lesson14_parameter_table(const GPTConfig& config) {
         "Component                | Params",
         "-------------------------+--------",
         row("Token embedding          ", p.token_embedding),
-        row(config.pos == PosEncoding::Sinusoidal ? "Positional (sinusoidal)  " : "Positional (learned)     ",
+        row(config.pos == PosEncoding::Sinusoidal ? "Positional (sinusoidal)  "
+            : config.pos == PosEncoding::Rope     ? "Positional (rope)        "
+                                                  : "Positional (learned)     ",
             p.position_embedding),
         row(fmt::format("Per-block (× {} )          ", L), p.blocks() / size_t(L)),
         row("All blocks               ", p.blocks()),
@@ -81,20 +84,33 @@ FlopCount count_flops(const GPTConfig& config, int T) {
 std::vector<StageShape> shape_table(const GPTConfig& config, int B, int T) {
     config.validate();
     const size_t b = B, t = T, C = config.n_embd;
+    const bool rms = config.norm == NormKind::RMSNorm, rope = config.pos == PosEncoding::Rope;
+    const bool swiglu = config.mlp == MlpKind::SwiGLU;
+    const std::string rms_tag = rms ? " (RMSNorm)" : "";
     std::vector<StageShape> s;
     s.push_back({"token ids", Shape{b, t}});
-    s.push_back({"token + position embeddings", Shape{b, t, C}});
+    s.push_back({rope ? "token embeddings (rope: no wpe)" : "token + position embeddings", Shape{b, t, C}});
     for (int l = 0; l < config.n_layer; l++) {
         const std::string blk = "block " + std::to_string(l);
-        s.push_back({blk + " ln_1", Shape{b, t, C}});
-        s.push_back({blk + " qkv", Shape{b, t, 3 * C}});
+        s.push_back({blk + " ln_1" + rms_tag, Shape{b, t, C}});
+        std::string qkv = blk + " qkv";
+        if (rope || config.qk_norm)
+            qkv += std::string(" (") + (rope ? "rope" : "") + (rope && config.qk_norm ? ", " : "") +
+                   (config.qk_norm ? "qk_norm" : "") + ")";
+        s.push_back({qkv, Shape{b, t, 3 * C}});
         s.push_back({blk + " attention probs", Shape{b, size_t(config.n_head), t, t}});
         s.push_back({blk + " attention out", Shape{b, t, C}});
-        s.push_back({blk + " mlp hidden", Shape{b, t, 4 * C}});
+        if (swiglu) {
+            s.push_back({blk + " mlp gate | up", Shape{b, t, size_t(config.mlp_fc_width())}});
+            s.push_back({blk + " mlp hidden (swiglu)", Shape{b, t, size_t(config.mlp_hidden())}});
+        } else {
+            s.push_back({blk + " mlp hidden" + (config.mlp == MlpKind::ReLU2 ? " (relu2)" : ""),
+                         Shape{b, t, 4 * C}});
+        }
         s.push_back({blk + " output", Shape{b, t, C}});
     }
-    s.push_back({"final LayerNorm", Shape{b, t, C}});
-    s.push_back({"logits", Shape{b, t, size_t(config.vocab_size)}});
+    s.push_back({rms ? "final RMSNorm" : "final LayerNorm", Shape{b, t, C}});
+    s.push_back({config.logit_softcap > 0 ? "logits (soft-capped)" : "logits", Shape{b, t, size_t(config.vocab_size)}});
     return s;
 }
 

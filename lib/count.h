@@ -13,15 +13,19 @@ namespace hg {
 struct ParameterBreakdown {
     size_t embedding = 0;        // wte (+ wpe when learned)
     size_t token_embedding = 0;  // wte alone
-    size_t position_embedding = 0;  // wpe (0 with sinusoidal positions: a fixed table)
+    size_t position_embedding = 0;  // wpe (0 with sinusoidal positions, a fixed table, and with
+                                    // rope, which turns q and k instead)
     size_t attention = 0;        // c_attn and c_proj of every block, with their biases
-    size_t mlp = 0;              // c_fc and c_proj of every block, with their biases
-    size_t block_layernorm = 0;  // ln_1 and ln_2 of every block
+    size_t mlp = 0;              // c_fc and c_proj of every block, with their biases (SwiGLU's
+                                 // c_fc is two matrices stacked: three in all)
+    size_t block_layernorm = 0;  // ln_1 and ln_2 of every block (LayerNorm γ, β or RMSNorm's gain)
     size_t final_layernorm = 0;  // ln_f
     size_t lm_head = 0;          // the unembedding (0 when tied: it is wte)
     size_t total = 0;
     size_t blocks() const { return attention + mlp + block_layernorm; }
-    size_t rule_of_thumb = 0;    // 12·L·C²: the four C×C attention and two C×4C MLP matrices
+    size_t rule_of_thumb = 0;    // the block matrices alone: 12·L·C² for the four C×C attention and
+                                 // two C×4C MLP matrices (GELU, ReLU²); with SwiGLU's three C×H
+                                 // matrices L·(4C² + 3·C·H), H = swiglu_hidden(C)
     size_t attention_biases = 0; // the Q, K, V and output-projection biases (inside attention)
 };
 ParameterBreakdown count_parameters(const GPTConfig& config);
@@ -41,7 +45,9 @@ std::vector<std::string> lesson14_parameter_table(const GPTConfig& config);
 // FLOPs per token, under Lesson 14's convention: a multiply-add is 2 FLOPs; a weight matmul
 // costs 2 per parameter; the embedding lookup costs nothing; the LM head costs 2·C·V even when
 // tied; the attention scores (q·kᵀ) and mix (att·v) cost 2·T·C each per layer, counted over
-// the full T×T (causal masking would halve it), and have no weights.
+// the full T×T (causal masking would halve it), and have no weights. Elementwise work is not
+// counted, as LayerNorm and GELU are not: RMSNorm, rope, QK-norm, SwiGLU's gating, ReLU² and the
+// soft cap add nothing; SwiGLU's three matrices count through its parameters.
 struct FlopCount {
     double forward_weights = 0;  // 2 · (block parameters + C·V)
     double attention = 0;        // 4 · T · C · L at the given T

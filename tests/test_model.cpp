@@ -11,8 +11,11 @@
 #include "lib/data.h"
 #include "lib/gpt.h"
 #include "tests/gradcheck.h"
+#include "tests/model_checks.h"
 
 using namespace hg;
+using hg::test::check_causal;
+using hg::test::check_model_gradients;
 
 TEST_CASE("parameter counts match the course's numbers exactly", "[model][count]") {
     SECTION("course: 816,640 = 16,512 + 262,656 + 526,848 + 2,048 + 8,576") {
@@ -66,37 +69,6 @@ TEST_CASE("parameter counts match the course's numbers exactly", "[model][count]
     }
 }
 
-// A tiny model with every parameter randomised (not the init: LayerNorm γ = 1 everywhere could
-// hide a swapped term), run in double on the scalar twins.
-static void randomise(GPT<double>& m, uint64_t seed) {
-    Rng rng(seed);
-    for (const TensorSpec& t : m.table) {
-        const bool ln_weight = t.role == Role::LayerNormWeight;
-        double* w = m.params_memory.data() + t.offset;
-        for (size_t i = 0; i < t.shape.numel(); i++) w[i] = (ln_weight ? 1.0 : 0.0) + 0.3 * rng.normal();
-    }
-}
-
-static void check_model_gradients(GPTConfig c, bool training) {
-    const int B = 2, T = 3;
-    GPT<double> m;
-    gpt_build(m, c, B, T);
-    randomise(m, 7);
-    std::vector<int> idx = {1, 4, 1, 6, 0, 4};   // repeated tokens exercise the scatter
-    std::vector<int> tgt = {4, 1, -1, 0, 4, 2};  // one ignored target
-    ForwardMode mode{training, 12345};
-    gpt_forward(m, idx.data(), tgt.data(), B, T, mode);
-    gpt_zero_grad(m);
-    gpt_backward(m, 1.0);
-    std::vector<double> analytic(m.grads_memory.data(), m.grads_memory.data() + m.num_parameters);
-    auto loss = [&] { return gpt_forward(m, idx.data(), tgt.data(), B, T, mode); };
-    for (const TensorSpec& t : m.table) {
-        auto r = test::gradcheck(m.params_memory.data() + t.offset, t.shape.numel(), analytic.data() + t.offset, loss);
-        INFO(t.name << ": " << r.str());
-        CHECK(r.ok);
-    }
-}
-
 TEST_CASE("whole-model gradient check: every parameter tensor against finite differences (double)",
           "[model][gradcheck]") {
     GPTConfig c;
@@ -121,34 +93,11 @@ TEST_CASE("whole-model gradient check: every parameter tensor against finite dif
     }
 }
 
-// Logits of positions before `changed` must be bit-identical; position `changed` must differ.
-static void check_causal(int changed) {
-    GPTConfig c = preset("course");
-    const int T = c.block_size;
-    GPT<float> m;
-    gpt_build(m, c, 1, T);
-    gpt_init(m, 1);
-    std::vector<int> idx(T);
-    Rng rng(3);
-    for (int& t : idx) t = int(rng.below(c.vocab_size));
-    const size_t V = c.vocab_size;
-    gpt_forward(m, idx.data(), nullptr, 1, T);
-    std::vector<float> before(m.acts.logits, m.acts.logits + T * V);
-    idx[changed] = (idx[changed] + 1) % c.vocab_size;
-    gpt_forward(m, idx.data(), nullptr, 1, T);
-    for (int t = 0; t < T; t++) {
-        bool same = std::memcmp(&before[t * V], m.acts.logits + t * V, V * sizeof(float)) == 0;
-        INFO("position " << t << ", changed token at " << changed);
-        if (t < changed) CHECK(same);
-        if (t == changed) CHECK_FALSE(same);
-    }
-}
-
 TEST_CASE("causality: changing token t leaves every earlier position's logits bit-identical",
           "[model][causality]") {
-    SECTION("change the last token") { check_causal(63); }
-    SECTION("change the first token: every position may change, position 0 must") { check_causal(0); }
-    SECTION("change a middle token") { check_causal(17); }
+    SECTION("change the last token") { check_causal(preset("course"), 63); }
+    SECTION("change the first token: every position may change, position 0 must") { check_causal(preset("course"), 0); }
+    SECTION("change a middle token") { check_causal(preset("course"), 17); }
 }
 
 TEST_CASE("initial loss: gpt2 init gives ln V; PyTorch's defaults sit above it", "[model][initloss]") {

@@ -22,6 +22,10 @@ What each side cannot say, and how it is carried:
     (nanoGPT ties by sharing the tensor, so its state_dict lists it under both names).
   * nanoGPT itself has no sinusoidal positions and no tanh GELU: such handgrad models convert
     (torch_gpt.GPT runs them) but nanoGPT's own GPT would load them wrongly; a warning says so.
+  * RMSNorm, rotary positions, SwiGLU or ReLU², QK-norm and the logit soft cap are refused by
+    to-pytorch (an error naming each): nanoGPT's GPT has none of them, and some (no wpe, SwiGLU's
+    (2H, C) c_fc) would not even load. tools/torch_gpt.py reads such a handgrad checkpoint
+    directly (torch_gpt.load_handgrad). init_zero_proj says only how training started.
   * Old nanoGPT checkpoints (no flash attention) carry the causal mask as a buffer named
     transformer.h.{i}.attn.bias of shape (1, 1, T, T); it is not a weight and is skipped.
 """
@@ -39,7 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt  # noqa: E402
 
 NANOGPT_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size", "dropout")
-HANDGRAD_ONLY = ("bias_layout", "tie_weights", "pos_encoding", "gelu", "init")
+HANDGRAD_ONLY = ("bias_layout", "tie_weights", "pos_encoding", "gelu", "init", "norm", "mlp", "rope_base",
+                 "qk_norm", "logit_softcap", "init_zero_proj")
 
 
 def die(msg):
@@ -50,7 +55,8 @@ def die(msg):
 def config_json(c):
     """The config as lib/checkpoint.cpp config_to_json writes it (nlohmann: sorted keys, compact)."""
     keys = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "bias", "qkv_bias",
-            "bias_layout", "tie_weights", "pos_encoding", "gelu", "init")
+            "bias_layout", "tie_weights", "pos_encoding", "gelu", "init", "norm", "mlp", "rope_base", "qk_norm",
+            "logit_softcap", "init_zero_proj")
     return json.dumps({k: c[k] for k in sorted(keys)}, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -121,6 +127,12 @@ def to_pytorch(args):
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         die(f"{args.ckpt}: not a handgrad checkpoint ({type(e).__name__}: {e})")
     c = model.config
+    beyond = [what for what, used in (("RMSNorm", c["norm"] == "rmsnorm"), ("rotary positions", c["pos_encoding"] == "rope"),
+                                      (f"the {c['mlp']} MLP", c["mlp"] != "gelu"), ("QK-norm", c["qk_norm"]),
+                                      ("logit soft-capping", float(c["logit_softcap"]) > 0)) if used]
+    if beyond:
+        die(f"{args.ckpt}: nanoGPT's GPT cannot express {', '.join(beyond)}; not converted "
+            "(tools/torch_gpt.py loads this checkpoint itself: torch_gpt.load_handgrad)")
     if c["pos_encoding"] != "learned" or c["gelu"] != "erf":
         print(f"warning: {c['pos_encoding']} positions / {c['gelu']} GELU: tools/torch_gpt.py runs this model, "
               "nanoGPT's own GPT (learned positions, erf GELU) would load it but compute something else",

@@ -16,7 +16,16 @@ and it honours every handgrad config choice (lib/config.h):
   tie_weights  lm_head.weight is the wte Parameter itself (nanoGPT's weight tying);
   gelu         erf (nn.GELU()) or tanh (approximate='tanh');
   pos_encoding learned (wpe) or sinusoidal: table[t,2i] = sin(t/10000^(2i/C)),
-               table[t,2i+1] = cos(...), a non-persistent buffer (not in state_dict);
+               table[t,2i+1] = cos(...), a non-persistent buffer (not in state_dict); or rope:
+               no wpe, q and k of every head turned by θ_{t,i} = t·base^(−2i/hs), pairs
+               (i, i + hs/2) (half-split, as GPT-NeoX and Hugging Face's Llama);
+  norm         layernorm, or rmsnorm: x / √(mean(x²) + eps) · weight, no bias (names ln_1, ln_2,
+               ln_f kept);
+  mlp          gelu (c_fc 4C, c_proj), relu2 (relu(x)², same shapes), or swiglu: c_fc (2H, C)
+               holds the gate W1 and the up projection W3 stacked, silu(gate) ⊙ up, then
+               c_proj (C, H), H = ⌈8C/3⌉ rounded up to a multiple of 32;
+  qk_norm      the gain-less RMSNorm of every head of q and k, after rope; scores still ·1/√hs;
+  logit_softcap  S > 0: logits = S·tanh(z/S) before the loss;
   dropout      after the embeddings, on the attention probabilities, after each branch's
                projection (nanoGPT's four sites). By default torch's own random masks; the
                cross-check plugs in handgrad's hash masks (handgrad_keep below) instead.
@@ -106,6 +115,12 @@ def normalize_config(c):
     c.setdefault("gelu", "erf")
     c.setdefault("init", "gpt2")
     c.setdefault("dropout", 0.0)
+    c.setdefault("norm", "layernorm")
+    c.setdefault("mlp", "gelu")
+    c.setdefault("rope_base", 10000.0)
+    c.setdefault("qk_norm", False)
+    c.setdefault("logit_softcap", 0.0)
+    c.setdefault("init_zero_proj", False)
     c["bias"] = c["bias_layout"] != "none"
     c["qkv_bias"] = c["bias_layout"] == "gpt2"
     return c
@@ -114,7 +129,12 @@ def normalize_config(c):
 def has_qkv_bias(c): return c["bias_layout"] == "gpt2"
 def has_attn_proj_bias(c): return c["bias_layout"] in ("gpt2", "course")
 def has_mlp_bias(c): return c["bias_layout"] != "none"
-def has_ln_bias(c): return c["bias_layout"] != "none"
+def has_ln_bias(c): return c["bias_layout"] != "none" and c["norm"] == "layernorm"
+
+
+def swiglu_hidden(C):
+    """lib/layers/swiglu.h: ⌈8C/3⌉ rounded up to a multiple of 32."""
+    return ((8 * C + 2) // 3 + 31) // 32 * 32
 
 
 def parameter_names(c):
@@ -151,7 +171,7 @@ def standin_names(c):
 
 
 # ----------------------------------------------------------------------------------------------
-# handgrad's dropout masks (lib/rng.h, lib/gpt.cpp dropout_at), recomputed bit for bit.
+# handgrad's dropout masks (lib/rng.h, lib/gpt_passes.cpp dropout_at), recomputed bit for bit.
 
 _M64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -214,7 +234,7 @@ def _linear(cin, cout, bias, standin):
     return lin
 
 
-# handgrad's LayerNorm eps is the float 1e-5f in both precisions (lib/layers/layernorm.h); PyTorch
+# handgrad's LayerNorm (and RMSNorm) eps is the float 1e-5f in both precisions (lib/layers/layernorm.h); PyTorch
 # rounds eps to float32 for float32 tensors anyway, and in float64 the difference (~1e-13 in eps)
 # would show as ~1e-10 in the outputs, so the reference uses the same float32-rounded value.
 LN_EPS = float(np.float32(1e-5))
@@ -232,11 +252,46 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, self.weight.shape, self.weight, self.bias, LN_EPS)
 
 
+class RMSNorm(nn.Module):
+    """x / √(mean(x²) + eps) · weight over the last dimension, eps as LayerNorm's (torch 1.13 has
+    no F.rms_norm). With weight None, the gain-less form QK-norm uses."""
+
+    def __init__(self, C):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        return rms_norm(x, self.weight)
+
+
+def rms_norm(x, weight=None):
+    y = x * (1.0 / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + LN_EPS))
+    return y if weight is None else y * weight
+
+
+def make_norm(c):
+    return RMSNorm(c["n_embd"]) if c["norm"] == "rmsnorm" else LayerNorm(c["n_embd"], has_ln_bias(c))
+
+
+def rope_table(T, hs, base):
+    """cos θ, sin θ (T, hs/2), θ_{t,i} = t·base^(−2i/hs), in float64 (lib/layers/rope.h)."""
+    i = np.arange(hs // 2, dtype=np.float64)
+    angle = np.arange(T, dtype=np.float64)[:, None] * np.power(base, -2.0 * i / hs)[None, :]
+    return np.cos(angle), np.sin(angle)
+
+
+def rope(x, cos, sin):
+    """x (B, nh, T, hs): pair (i, i + hs/2) turned by θ_{t,i}."""
+    h = x.size(-1) // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, c, layer, shared):
         super().__init__()
         C, standin = c["n_embd"], has_mlp_bias(c)
-        self.n_head = c["n_head"]
+        self.n_head, self.qk_norm = c["n_head"], c["qk_norm"]
         self.c_attn = _linear(C, 3 * C, has_qkv_bias(c), standin)
         self.c_proj = _linear(C, C, has_attn_proj_bias(c), standin)
         self.attn_dropout = Dropout(c["dropout"], layer, 1, shared)
@@ -244,13 +299,18 @@ class CausalSelfAttention(nn.Module):
         T = c["block_size"]
         self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)), persistent=False)
 
-    def forward(self, x):
+    def forward(self, x, rope_cs=None):
         B, T, C = x.shape
         hs = C // self.n_head
         q, k, v = self.c_attn(x).split(C, dim=2)
         q = q.view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)
         k = k.view(B, T, self.n_head, hs).transpose(1, 2)
         v = v.view(B, T, self.n_head, hs).transpose(1, 2)
+        if rope_cs is not None:  # rotate, then normalise (lib/layers/qknorm.h)
+            cos, sin = rope_cs[0][:T], rope_cs[1][:T]
+            q, k = rope(q, cos, sin), rope(k, cos, sin)
+        if self.qk_norm:
+            q, k = rms_norm(q), rms_norm(k)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
         att = att.masked_fill(~self.mask[:T, :T], float("-inf"))
         att = self.attn_dropout(F.softmax(att, dim=-1))
@@ -261,26 +321,36 @@ class CausalSelfAttention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, c, layer, shared):
         super().__init__()
-        C = c["n_embd"]
-        self.c_fc = nn.Linear(C, 4 * C, bias=has_mlp_bias(c))
+        C, self.kind = c["n_embd"], c["mlp"]
+        self.hidden = swiglu_hidden(C) if self.kind == "swiglu" else 4 * C
+        width = 2 * self.hidden if self.kind == "swiglu" else self.hidden  # swiglu: [W1; W3]
+        self.c_fc = nn.Linear(C, width, bias=has_mlp_bias(c))
         self.gelu = nn.GELU(approximate="tanh" if c["gelu"] == "tanh" else "none")
-        self.c_proj = nn.Linear(4 * C, C, bias=has_mlp_bias(c))
+        self.c_proj = nn.Linear(self.hidden, C, bias=has_mlp_bias(c))
         self.dropout = Dropout(c["dropout"], layer, 3, shared)
 
+    def act(self, h):
+        if self.kind == "swiglu":
+            gate, up = h.split(self.hidden, dim=-1)
+            return F.silu(gate) * up
+        if self.kind == "relu2":
+            return F.relu(h).square()
+        return self.gelu(h)
+
     def forward(self, x):
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+        return self.dropout(self.c_proj(self.act(self.c_fc(x))))
 
 
 class Block(nn.Module):
     def __init__(self, c, layer, shared):
         super().__init__()
-        self.ln_1 = LayerNorm(c["n_embd"], has_ln_bias(c))
+        self.ln_1 = make_norm(c)
         self.attn = CausalSelfAttention(c, layer, shared)
-        self.ln_2 = LayerNorm(c["n_embd"], has_ln_bias(c))
+        self.ln_2 = make_norm(c)
         self.mlp = MLP(c, layer, shared)
 
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
+    def forward(self, x, rope_cs=None):
+        x = x + self.attn(self.ln_1(x), rope_cs)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -303,21 +373,31 @@ class GPT(nn.Module):
             modules["wpe"] = nn.Embedding(c["block_size"], C)
         modules.update(drop=Dropout(c["dropout"], 0, 0, self.shared),  # handgrad: layer 0, site 0
                        h=nn.ModuleList([Block(c, i, self.shared) for i in range(c["n_layer"])]),
-                       ln_f=LayerNorm(C, has_ln_bias(c)))
+                       ln_f=make_norm(c))
         self.transformer = nn.ModuleDict(modules)
         if c["pos_encoding"] == "sinusoidal":
             self.register_buffer("pos_table", torch.from_numpy(sinusoidal_table(c["block_size"], C)).float(),
                                  persistent=False)
+        self.set_rope_tables(torch.float32)
         self.lm_head = nn.Linear(C, V, bias=False)
         if c["tie_weights"]:
             self.lm_head.weight = self.transformer.wte.weight  # one Parameter, two uses
 
+    def set_rope_tables(self, dtype):
+        """cos, sin computed in float64 and rounded once to dtype, as handgrad's rope_table."""
+        c = self.config
+        self.rope_cs = None
+        if c["pos_encoding"] == "rope":
+            cos, sin = rope_table(c["block_size"], c["n_embd"] // c["n_head"], float(c["rope_base"]))
+            self.rope_cs = (torch.from_numpy(cos).to(dtype), torch.from_numpy(sin).to(dtype))
+
     def to_double(self):
-        """Float64 everywhere; the sinusoidal table is recomputed in double, not widened."""
+        """Float64 everywhere; the sinusoidal and rope tables are recomputed in double, not widened."""
         self.double()
         if self.config["pos_encoding"] == "sinusoidal":
             c = self.config
             self.pos_table = torch.from_numpy(sinusoidal_table(c["block_size"], c["n_embd"]))
+        self.set_rope_tables(torch.float64)
         return self
 
     def set_dropout_key(self, key):
@@ -326,11 +406,19 @@ class GPT(nn.Module):
     def forward(self, idx, targets=None):
         B, T = idx.shape
         tr = self.transformer
-        pos = tr.wpe(torch.arange(T)) if "wpe" in tr else self.pos_table[:T]
-        x = tr.drop(tr.wte(idx) + pos)  # (B, T, C)
+        if "wpe" in tr:
+            x = tr.wte(idx) + tr.wpe(torch.arange(T))
+        elif self.config["pos_encoding"] == "sinusoidal":
+            x = tr.wte(idx) + self.pos_table[:T]
+        else:  # rope: positions enter inside attention
+            x = tr.wte(idx)
+        x = tr.drop(x)  # (B, T, C)
         for block in tr.h:
-            x = block(x)
+            x = block(x, self.rope_cs)
         logits = self.lm_head(tr.ln_f(x))  # (B, T, V)
+        cap = float(self.config["logit_softcap"])
+        if cap > 0:
+            logits = cap * torch.tanh(logits / cap)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))

@@ -3,7 +3,8 @@
 //   out[b,t,:] = wte[idx[b,t], :] + wpe[t, :]
 //
 // wpe is either the learned (block_size, C) parameter or the fixed sinusoidal table
-// (no parameters; its gradient is not wanted, so the backward gets dwpe = nullptr).
+// (no parameters; its gradient is not wanted, so the backward gets dwpe = nullptr), or null
+// with rotary positions, which enter inside attention (rope.h): then out = wte[idx], a copy.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -13,7 +14,7 @@
 namespace hg {
 
 // out (B,T,C); idx (B,T) token ids, each checked to be in [0, V) (hg::Error otherwise);
-// wte (V,C); wpe (>= T, C). Sizes <= 0 are hg::Error.
+// wte (V,C); wpe (>= T, C) or null (no position term). Sizes <= 0 are hg::Error.
 void encoder_forward(float* out, const int* idx, const float* wte, const float* wpe,
                      int B, int T, int C, int V);
 // dwte (V,C) += scatter of dout rows (repeated tokens accumulate); dwpe (T,C) += sum over b,
@@ -60,7 +61,7 @@ template <typename real>
 void encoder_forward(real* out,        // (B, T, C)
                      const int* idx,   // (B, T)
                      const real* wte,  // (V, C)
-                     const real* wpe,  // (>= T, C)
+                     const real* wpe,  // (>= T, C) or null
                      int B, int T, int C, int V) {
     encoder_check_sizes("encoder_forward", B, T, C);
     check(V > 0, "encoder_forward: V ({}) must be positive", V);
@@ -69,6 +70,10 @@ void encoder_forward(real* out,        // (B, T, C)
         for (int t = 0; t < T; t++) {
             real* out_bt = out + ((size_t)b * T + t) * C;
             const real* wte_ix = wte + (size_t)idx[(size_t)b * T + t] * C;
+            if (!wpe) {
+                for (int c = 0; c < C; c++) out_bt[c] = wte_ix[c];
+                continue;
+            }
             const real* wpe_t = wpe + (size_t)t * C;
             for (int c = 0; c < C; c++) out_bt[c] = wte_ix[c] + wpe_t[c];
         }
@@ -83,7 +88,7 @@ void encoder_forward(real* out,        // (B, T, C)
 // do not occur get nothing. idx was checked by the forward; the backward trusts it.
 template <typename real>
 void encoder_backward(real* dwte,        // (V, C)
-                      real* dwpe,        // (T, C) or null (sinusoidal table)
+                      real* dwpe,        // (T, C) or null (a fixed table, or none)
                       const real* dout,  // (B, T, C)
                       const int* idx,    // (B, T)
                       int B, int T, int C) {
