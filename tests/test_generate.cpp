@@ -148,6 +148,13 @@ TEST_CASE("a sample's tokens do not depend on how many are generated with it", "
     CHECK(together[0] == alone[0]);
 }
 
+TEST_CASE("every preset runs the cached path", "[kvcache][sample]") {
+    for (const std::string& name : preset_names()) {
+        INFO(name);
+        CHECK(infer_unsupported(preset(name)).empty());
+    }
+}
+
 TEST_CASE("generation refuses bad input in one line", "[kvcache][sample]") {
     const GPTConfig c = small_config(PosEncoding::Learned);
     GPT<float> model;
