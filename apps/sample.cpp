@@ -2,6 +2,7 @@
 //
 //   build/sample --out_dir=out-shakespeare-char --start="ROMEO:" --num_samples=2 --max_new_tokens=300
 //   build/sample --ckpt=model.safetensors --start=FILE:prompt.txt --temperature=0 (greedy)
+//   build/sample --kv_cache=0 ...   (recompute the whole context for every token, for comparison)
 #include <omp.h>
 #include <cblas.h>
 
@@ -10,14 +11,14 @@
 #include "apps/flags.h"
 #include "lib/checkpoint.h"
 #include "lib/data.h"
-#include "lib/sample.h"
+#include "lib/generate.h"
 
 using namespace hg;
 
 int main(int argc, char** argv) {
     CLI::App app{"handgrad sample: generate text from a checkpoint"};
     std::string out_dir = "out-shakespeare-char", ckpt, start = "\n";
-    int num_samples = 1, max_new_tokens = 500, top_k = 200, threads = 1;
+    int num_samples = 1, max_new_tokens = 500, top_k = 200, threads = 1, kv_cache = 1;
     float temperature = 0.8f;
     uint64_t seed = 1337;
     app.add_option("--out_dir", out_dir, "reads out_dir/ckpt.safetensors")->capture_default_str();
@@ -29,11 +30,14 @@ int main(int argc, char** argv) {
     app.add_option("--top_k", top_k, "keep the k most likely tokens (0: all)")->capture_default_str();
     app.add_option("--seed", seed)->capture_default_str();
     app.add_option("--threads", threads)->capture_default_str();
+    app.add_option("--kv_cache", kv_cache, "1: keep past keys and values (lib/infer.h); 0: recompute the context")
+        ->capture_default_str();
     return run_app(app, argc, argv, [&] {
         check(num_samples >= 1, "--num_samples must be positive (got {})", num_samples);
         check(max_new_tokens >= 0, "--max_new_tokens must be >= 0 (got {})", max_new_tokens);
         check_threads(threads, /*zero_is_default=*/false);
         check_sampling_knobs(temperature, top_k);
+        check(kv_cache == 0 || kv_cache == 1, "--kv_cache must be 0 or 1 (got {})", kv_cache);
         omp_set_num_threads(threads);
         openblas_set_num_threads(threads);
         if (ckpt.empty()) ckpt = (std::filesystem::path(out_dir) / "ckpt.safetensors").string();
@@ -42,23 +46,21 @@ int main(int argc, char** argv) {
         const Tokenizer tok = Tokenizer::from_vocab(ck.vocab);
         const std::vector<int> prompt = tok.encode(start);
         check(!prompt.empty(), "--start is empty: give at least one character");
-        const int T = ck.config.block_size, V = ck.config.vocab_size;
-        GPT<float> model;
-        gpt_build(model, ck.config, 1, T);
+        GPT<float> model;  // its weights only: the generator brings the working space it needs
+        gpt_build(model, ck.config, 1, 1);
         ck.read_weights(model);
-        Rng rng(seed);
+        GenerateConfig gen;
+        gen.num_samples = num_samples, gen.temperature = temperature, gen.top_k = top_k, gen.seed = seed;
+        gen.kv_cache = kv_cache == 1;
+        Generator g;
+        g.start(model, gen, prompt, max_new_tokens);
+        if (!g.fallback_reason().empty())
+            fmt::print(stderr, "note: the KV cache does not support {}; recomputing the whole context per token\n",
+                       g.fallback_reason());
+        for (int i = 0; i < max_new_tokens; i++) g.step();
         for (int s = 0; s < num_samples; s++) {
-            std::vector<int> ids = prompt;
-            ids.reserve(prompt.size() + max_new_tokens);
             std::string out = start;
-            for (int i = 0; i < max_new_tokens; i++) {
-                // The context is cropped to the last block_size tokens: the position table has no more rows.
-                const int n = std::min<int>(int(ids.size()), T);
-                gpt_forward(model, ids.data() + ids.size() - n, nullptr, 1, n);
-                const int next = sample_token(model.acts.logits + size_t(n - 1) * V, V, temperature, top_k, rng);
-                ids.push_back(next);
-                out += tok.vocab[next];
-            }
+            for (int i = int(prompt.size()); i < g.length(); i++) out += tok.vocab[g.sequence(s)[i]];
             fmt::print("{}\n---------------\n", out);
         }
         return 0;

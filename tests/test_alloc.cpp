@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "lib/generate.h"
 #include "lib/trainer.h"
 
 static std::atomic<bool> g_counting{false};
@@ -58,4 +59,25 @@ TEST_CASE("a training step allocates nothing on the heap (after the first)", "[t
     std::vector<int> v(10);
     g_counting = false;
     CHECK(g_allocations > 0);
+}
+
+TEST_CASE("a generation step allocates nothing on the heap, with or without the KV cache", "[kvcache][sample][alloc]") {
+    GPTConfig c = preset("course");
+    c.block_size = 16;  // so that the steps below run past it: the cache is refilled
+    GPT<float> model;
+    gpt_build(model, c, 1, 1);
+    gpt_init(model, 3);
+    for (bool kv_cache : {true, false}) {
+        INFO("kv_cache " << kv_cache);
+        GenerateConfig gc;
+        gc.num_samples = 3, gc.kv_cache = kv_cache;
+        Generator g;
+        g.start(model, gc, {1, 2, 3}, 40);
+        g.step();  // a first step may let OpenMP or BLAS set up their thread pools
+        g_allocations = 0;
+        g_counting = true;
+        for (int i = 1; i < 40; i++) g.step();
+        g_counting = false;
+        CHECK(g_allocations == 0);
+    }
 }

@@ -112,6 +112,29 @@ TEST_CASE("train, eval and sample work end to end; resuming through the app is e
     }
 }
 
+TEST_CASE("sample with and without the KV cache prints the same text; --kv_cache takes 0 or 1",
+          "[apps][kvcache][sample]") {
+    TempDir tmp("handgrad-apps");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string a = (tmp.path / "a").string();
+    REQUIRE(run(bin("train") + kTiny + " --data=" + data + " --max_iters=6 --eval_interval=6 --out_dir=" + a).status == 0);
+    // 40 tokens after a 3-character prompt: past block_size 16, where the context slides
+    const std::string cmd = bin("sample") + " --out_dir=" + a + " --start=to, --max_new_tokens=40 --num_samples=3";
+    for (const std::string& how : {std::string(" --temperature=0"), std::string(" --top_k=5 --seed=3")}) {
+        Run cached = run(cmd + how), full = run(cmd + how + " --kv_cache=0");
+        INFO(cached.output);
+        CHECK(cached.status == 0);
+        CHECK(full.status == 0);
+        CHECK(cached.output == full.output);
+        CHECK(cached.output.size() > 3 * (40 + 3));
+    }
+    expect_error(run(bin("sample") + " --out_dir=" + a + " --kv_cache=2"), "--kv_cache must be 0 or 1");
+    expect_error(run(bin("sample") + " --out_dir=" + a + " --kv_cache=-1"), "--kv_cache");
+    expect_error(run(bin("sample") + " --out_dir=" + a + " --kv_cache=yes"), "--kv_cache");
+    expect_error(run(bin("bench_sample") + " --preset=course --kv_cache=3"), "--kv_cache must be 0 or 1");
+    expect_error(run(bin("bench_sample") + " --preset=course --max_new_tokens=0"), "--max_new_tokens");
+}
+
 TEST_CASE("a non-finite loss stops training and keeps the last good checkpoint", "[apps][nan]") {
     TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());

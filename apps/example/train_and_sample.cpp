@@ -10,10 +10,9 @@
 // is built, from an installed copy with pkg-config alone (docs/library.md).
 #include <handgrad/checkpoint.h>
 #include <handgrad/data.h>
-#include <handgrad/sample.h>
+#include <handgrad/generate.h>
 #include <handgrad/trainer.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -58,17 +57,15 @@ int main(int argc, char** argv) try {
     trainer.save(out);  // weights, AdamW moments, progress: build/sample reads it, resume() goes on
     std::printf("saved %s\n", out.c_str());
 
-    // Sampling from the trained model: one row, its context cropped to the last block_size tokens.
-    const int V = config.vocab_size;
-    std::vector<int> ids = tok.encode(text.substr(0, 1));
-    hg::Rng rng(1337);
-    for (int i = 0; i < 200; i++) {
-        const int n = std::min(int(ids.size()), config.block_size);
-        hg::gpt_forward(trainer.model, ids.data() + ids.size() - n, nullptr, 1, n);
-        const float* logits = trainer.model.acts.logits + size_t(n - 1) * V;  // the last position's
-        ids.push_back(hg::sample_token(logits, V, 0.8f, 0, rng));
-    }
-    std::printf("sample:\n%s\n", tok.decode(ids.data(), ids.size()).c_str());
+    // Sampling: 200 characters after the text's first. The generator keeps each layer's keys and
+    // values (a KV cache): a token costs one position's forward while the text fits in block_size;
+    // past it the context is cropped to the last block_size tokens and recomputed for each token.
+    hg::GenerateConfig gen;  // one sample, seed 1337
+    gen.temperature = 0.8f, gen.top_k = 0;
+    hg::Generator sampler;
+    sampler.start(trainer.model, gen, tok.encode(text.substr(0, 1)), 200);
+    for (int i = 0; i < 200; i++) sampler.step();
+    std::printf("sample:\n%s\n", tok.decode(sampler.sequence(0), sampler.length()).c_str());
     return 0;
 } catch (const std::exception& e) {  // hg::Error: a bad argument, file or size, in one line
     std::fprintf(stderr, "error: %s\n", e.what());
