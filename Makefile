@@ -9,6 +9,7 @@
 #   make test-mpi         the multi-process tests (2 ranks under mpirun)
 #   make data-gpt2   GPT-2's tokenizer files (encoder.json, vocab.bpe) into data/gpt2, md5-checked
 #   make fuzz FUZZ_SECONDS=N   each libFuzzer harness (tests/fuzz/) N seconds, under ASan + UBSan
+#   make finetune    OpenAI's GPT-2 (converted from Hugging Face's files) fine-tuned on tiny Shakespeare
 #
 # Layout: lib/**/*.cpp -> build/libhandgrad.a;  apps/X.cpp -> build/X;  tests/*.cpp -> build/tests
 
@@ -80,7 +81,7 @@ THREADS     ?= $(shell nproc)
 JOBS        ?= $(shell nproc)
 
 .PHONY: all deps deps-mpi deps-fuzz fuzz build test test-mpi asan train train-mpi sample bench plot data data-gpt2 clean crosscheck speedrun speedrun-search \
-        crosscheck-deps
+        crosscheck-deps finetune
 .DEFAULT_GOAL := all
 all: build
 
@@ -249,6 +250,27 @@ plot: build
 sample: build
 	./$(BUILD)/sample --out_dir=$(OUT_DIR) $(EXTRA)
 
+# Fine-tuning OpenAI's GPT-2 on tiny Shakespeare (docs/gpt2.md): the finetune-shakespeare preset
+# (GPT-2's BPE, context 256, batch 4 x 2 accumulation steps, constant lr 3e-5, 20 iterations) from
+# the weights in GPT2_CKPT, which tools/convert.py from-hf makes from Hugging Face's files in
+# GPT2_HF (made here when only those are there). Then the whole val split and a sample. All threads
+# share each layer (--batch_threads=1): timing replicas would cost several 124M-parameter steps,
+# and each would need a gradient arena of its own.
+GPT2_HF       ?= data/gpt2-hf/gpt2
+GPT2_CKPT     ?= data/gpt2-hf/gpt2.safetensors
+FINETUNE_DIR  ?= out-finetune-shakespeare
+SAMPLE_TOKENS ?= 200
+finetune: build data data-gpt2
+	@if [ ! -f $(GPT2_CKPT) ] && [ -f $(GPT2_HF)/model.safetensors ]; then \
+	  $(PYTHON) tools/convert.py from-hf $(GPT2_HF) -o $(GPT2_CKPT) || exit 1; fi
+	@[ -f $(GPT2_CKPT) ] || { echo "error: no GPT-2 weights at $(GPT2_CKPT): download them with" \
+	  "'curl -L --create-dirs -o $(GPT2_HF)/#1 https://huggingface.co/openai-community/gpt2/resolve/main/{model.safetensors,config.json}'" \
+	  "and run make finetune again (docs/gpt2.md)"; exit 1; }
+	./$(BUILD)/train --preset=finetune-shakespeare --init_from=$(GPT2_CKPT) --gpt2_dir=$(GPT2_DIR) --data=$(DATA) \
+	  --out_dir=$(FINETUNE_DIR) --always_save_checkpoint=false --batch_threads=1 $(EXTRA)
+	./$(BUILD)/eval --ckpt=$(FINETUNE_DIR)/ckpt.safetensors --gpt2_dir=$(GPT2_DIR) --data=$(DATA) --split=val
+	./$(BUILD)/sample --out_dir=$(FINETUNE_DIR) --gpt2_dir=$(GPT2_DIR) --start="ROMEO:" --max_new_tokens=$(SAMPLE_TOKENS)
+
 data: $(DATA)
 $(DATA):
 	@bash data/tinyshakespeare/prepare.sh $(SHARED_DATA)
@@ -282,12 +304,22 @@ CC_CORRUPT    := transformer.h.1.mlp.c_fc.weight
 CC_TRAIN_ARGS := --preset=course --batch_size=12 --max_iters=100 --lr_decay_iters=100 --learning_rate=1e-3 \
                  --min_lr=1e-4 --warmup_iters=10 --beta2=0.99 --eval_interval=100 --eval_iters=2 --log_interval=50
 
+# The Hugging Face fixtures (tools/hf_gpt2.py): names as the hub's gpt2 files have them (no prefix), and as
+# GPT2LMHeadModel saves them ("transformer.", with or without the tied lm_head.weight).
+CC_HF_SIZES       := gpt2 gpt2-medium gpt2-large gpt2-xl
+CC_HF_gpt2-medium := --prefix
+CC_HF_gpt2-large  := --prefix --lm_head --n_layer=3
+CC_HF_gpt2-xl     := --head_size=2
+# The finetune recipe cut to the fixture's size: context 32, 3 iterations.
+CC_FINETUNE_ARGS  := --block_size=32 --batch_size=2 --gradient_accumulation_steps=2 --max_iters=3 --eval_interval=3 \
+                     --eval_iters=1 --threads=$(THREADS)
+
 crosscheck-deps:
 	@$(PYTHON) -c 'import torch, numpy' 2>/dev/null || { \
 	  echo "installing: python3-torch python3-numpy"; SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-torch python3-numpy >/dev/null; }
 
-crosscheck: build data crosscheck-deps
+crosscheck: build data data-gpt2 crosscheck-deps
 	@mkdir -p $(CC_DIR)
 	@echo "== 1. logits, loss, every gradient, 3 AdamW steps: handgrad against PyTorch autograd"
 	$(foreach n,$(CC_NAMES),./$(BUILD)/crosscheck $(CC_$(n)) --ckpt=$(CC_DIR)/$(n).ckpt.safetensors \
@@ -321,6 +353,16 @@ crosscheck: build data crosscheck-deps
 	$(PYTHON) tools/convert.py to-pytorch $(CC_DIR)/nanogpt.safetensors -o $(CC_DIR)/nanogpt-rt/ckpt.pt >/dev/null
 	$(PYTHON) tools/convert.py to-handgrad $(CC_DIR)/nanogpt-rt/ckpt.pt -o $(CC_DIR)/nanogpt-rt.safetensors >/dev/null
 	cmp $(CC_DIR)/nanogpt.safetensors $(CC_DIR)/nanogpt-rt.safetensors && echo "ok: nanoGPT model round trip byte-identical"
+	@echo "== 6. Hugging Face GPT-2 checkpoints, each size's heads at reduced width (random weights): converted, logits against PyTorch"
+	@$(foreach s,$(CC_HF_SIZES),\
+	  $(PYTHON) tools/convert.py make-hf --size=$(s) --out=$(CC_DIR)/hf-$(s) $(CC_HF_$(s)) >/dev/null && \
+	  $(PYTHON) tools/convert.py from-hf $(CC_DIR)/hf-$(s) -o $(CC_DIR)/hf-$(s).safetensors >/dev/null && \
+	  $(PYTHON) tools/crosscheck.py hf --hf=$(CC_DIR)/hf-$(s) --ckpt=$(CC_DIR)/hf-$(s).safetensors --bin=$(BUILD) \
+	    --gpt2_dir=$(GPT2_DIR) &&) true
+	$(PYTHON) tools/crosscheck.py hf-errors --hf=$(CC_DIR)/hf-gpt2 --tmp=$(CC_DIR)
+	@echo "== 7. make finetune end to end, from the converted gpt2-shaped model"
+	$(MAKE) --no-print-directory finetune GPT2_CKPT=$(CC_DIR)/hf-gpt2.safetensors FINETUNE_DIR=$(CC_DIR)/finetune \
+	  EXTRA="$(CC_FINETUNE_ARGS)" SAMPLE_TOKENS=20
 	@echo "crosscheck: all passed"
 
 # ---------------------------------------------------------------------------------------------

@@ -3,8 +3,12 @@
 //   build/eval --ckpt=out-shakespeare-char/ckpt.safetensors --text=some.txt [--json]
 //   build/eval --ckpt=... --data=data/tinyshakespeare/input.txt --split=val
 //
+//   build/eval --ckpt=gpt2.safetensors --data=data/tinyshakespeare/input.txt   (its gpt2 tokenizer)
+//
 // The windows are lib/evaluate.h's: non-overlapping, each target scored once; the loss is their
-// mean, in nats and bits per character.
+// mean in nats per token, and in bits per character (tokens of different tokenizers cover
+// different amounts of text; characters are the same for all). The text is encoded with the
+// checkpoint's tokenizer; --tokenizer, if given, must name it.
 #include <omp.h>
 #include <cblas.h>
 #include <nlohmann/json.hpp>
@@ -24,13 +28,16 @@ int main(int argc, char** argv) {
     std::string ckpt, text_path, data_path, split_name = "val";
     int batch_size = 16, threads = 0;
     bool json = false;
+    TokenizerFlags tokenizer;
     app.add_option("--ckpt", ckpt, "checkpoint file")->required();
     app.add_option("--text", text_path, "score this whole file");
     app.add_option("--data", data_path, "score one split of this file (the 90/10 split of train)");
     app.add_option("--split", split_name, "val | train, with --data")->capture_default_str();
     app.add_option("--batch_size", batch_size, "windows per forward pass")->capture_default_str();
     app.add_option("--threads", threads);
-    app.add_flag("--json", json, "print {\"loss\": ..., \"bits_per_char\": ..., \"tokens\": ...}");
+    app.add_flag("--json", json, "print {\"loss\": (nats per token), \"bits_per_char\": ..., \"tokens\": ..., "
+                                 "\"characters\": ...}");
+    tokenizer.add(app, "the checkpoint's");
     return run_app(app, argc, argv, [&] {
         check(text_path.empty() != data_path.empty(), "give exactly one of --text or --data");
         check(split_name == "val" || split_name == "train", "--split must be val or train (got '{}')", split_name);
@@ -39,8 +46,8 @@ int main(int argc, char** argv) {
         if (threads > 0) omp_set_num_threads(threads);
         openblas_set_num_threads(omp_get_max_threads());
         const Checkpoint ck = Checkpoint::load(ckpt);
-        const Tokenizer tok = Tokenizer::from_vocab(ck.vocab);
-        std::vector<int> ids = tok.encode(read_text_file(text_path.empty() ? data_path : text_path));
+        const auto tok = checkpoint_tokenizer(ck.tokenizer, ck.vocab, tokenizer.name, tokenizer.gpt2_dir);
+        std::vector<int> ids = tok->encode(read_text_file(text_path.empty() ? data_path : text_path));
         if (!data_path.empty()) {
             Split s = split_train_val(ids);
             ids = split_name == "val" ? s.val : s.train;
@@ -49,13 +56,14 @@ int main(int argc, char** argv) {
         GPT<float> model;
         gpt_build(model, ck.config, batch_size, ck.config.block_size);
         ck.read_weights(model);
-        const WindowLoss w = windowed_loss(model, ids);
+        WindowLoss w = windowed_loss(model, ids);
+        count_scored_characters(w, ids, *tok);
         if (json) {
-            fmt::print("{}\n", nlohmann::json{{"loss", w.loss}, {"bits_per_char", w.loss / std::log(2.0)},
-                                              {"tokens", w.tokens}}.dump());
+            fmt::print("{}\n", nlohmann::json{{"loss", w.loss}, {"bits_per_char", w.bits_per_char()},
+                                              {"tokens", w.tokens}, {"characters", w.characters}}.dump());
         } else {
-            fmt::print("loss {:.4f} nats/char, {:.4f} bits/char over {} tokens ({} windows of {})\n", w.loss,
-                       w.loss / std::log(2.0), w.tokens, w.windows, w.T);
+            fmt::print("loss {:.4f} nats/token, {:.4f} bits/char over {} tokens, {} characters ({} tokenizer; {} "
+                       "windows of {})\n", w.loss, w.bits_per_char(), w.tokens, w.characters, tok->name(), w.windows, w.T);
         }
         return 0;
     });

@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "lib/bpe.h"
 #include "lib/config.h"
 #include "lib/errors.h"
 
@@ -23,13 +24,13 @@ struct ModelFlags {
     GPTConfig cfg;  // receives the parsed values
     std::string bias_layout, pos, gelu, init, norm, mlp;
     bool bias = true;
-    CLI::Option *o_vocab, *o_block, *o_layer, *o_head, *o_embd, *o_dropout, *o_bias, *o_tie;
+    CLI::Option *o_preset, *o_vocab, *o_block, *o_layer, *o_head, *o_embd, *o_dropout, *o_bias, *o_tie;
     CLI::Option *o_rope_base, *o_qk_norm, *o_softcap, *o_zero_proj;
 
     void add(CLI::App& app) {
         // As nanoGPT's configurator: a flag given twice takes its last value.
         app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-        app.add_option("--preset", preset, preset_names(" | "))->capture_default_str();
+        o_preset = app.add_option("--preset", preset, preset_names(" | "))->capture_default_str();
         o_vocab = app.add_option("--vocab_size", cfg.vocab_size, "V");
         o_block = app.add_option("--block_size", cfg.block_size, "context length T");
         o_layer = app.add_option("--n_layer", cfg.n_layer, "L");
@@ -76,6 +77,37 @@ struct ModelFlags {
         c.validate();
         return c;
     }
+
+    // The model of a run that starts from a checkpoint's weights (train --init_from=PATH): the
+    // checkpoint's config `c`, with block_size and dropout from an explicit --preset and then
+    // from their own flags. A flag that would change anything else is refused.
+    GPTConfig finetune_config(GPTConfig c) const {
+        const bool shape_flag = o_vocab->count() || o_layer->count() || o_head->count() || o_embd->count() ||
+                                o_bias->count() || o_tie->count() || !bias_layout.empty() || !pos.empty() ||
+                                !gelu.empty() || !init.empty();
+        check(!shape_flag, "with --init_from=PATH the model is the checkpoint's: of the model flags only "
+                           "--block_size, --dropout and --preset (for those two) apply");
+        if (o_preset->count()) {
+            const GPTConfig p = hg::preset(preset);
+            c.block_size = p.block_size, c.dropout = p.dropout;
+        }
+        if (o_block->count()) c.block_size = cfg.block_size;
+        if (o_dropout->count()) c.dropout = cfg.dropout;
+        c.validate();
+        return c;
+    }
+};
+
+// --tokenizer and --gpt2_dir, for the apps that turn text into a model's ids and back.
+struct TokenizerFlags {
+    std::string name;                   // "" when not given: the checkpoint's (train from scratch: char)
+    std::string gpt2_dir = kGpt2Dir;    // GPT-2's encoder.json and vocab.bpe (make data-gpt2)
+
+    void add(CLI::App& app, const std::string& when_absent) {
+        app.add_option("--tokenizer", name, "char | gpt2 (default: " + when_absent + ")");
+        app.add_option("--gpt2_dir", gpt2_dir, "with gpt2: the directory with encoder.json and vocab.bpe")
+            ->capture_default_str();
+    }
 };
 
 // The value of the last --preset in argv ("course" when none): train reads it before parsing
@@ -95,6 +127,16 @@ constexpr int kMaxThreads = 1024;
 inline void check_threads(int threads, bool zero_is_default) {
     check(threads >= (zero_is_default ? 0 : 1) && threads <= kMaxThreads, "--threads must be in [{}, {}]{} (got {})",
           zero_is_default ? 0 : 1, kMaxThreads, zero_is_default ? ", 0 for the default" : "", threads);
+}
+
+// All of standard input (the apps that read text or ids from a pipe).
+inline std::string read_stdin() {
+    std::string s;
+    char buf[1 << 16];
+    size_t got;
+    while ((got = std::fread(buf, 1, sizeof buf, stdin)) > 0) s.append(buf, got);
+    check(!std::ferror(stdin), "cannot read stdin");
+    return s;
 }
 
 // Runs an app's body: flag errors exit 2, everything thrown by the body exits 1, each as one

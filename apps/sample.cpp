@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     int num_samples = 1, max_new_tokens = 500, top_k = 200, threads = 1, kv_cache = 1;
     float temperature = 0.8f;
     uint64_t seed = 1337;
+    TokenizerFlags tokenizer;
     app.add_option("--out_dir", out_dir, "reads out_dir/ckpt.safetensors")->capture_default_str();
     app.add_option("--ckpt", ckpt, "a checkpoint file (instead of --out_dir)");
     app.add_option("--start", start, "the prompt, or FILE:path to read it from a file");
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
     app.add_option("--threads", threads)->capture_default_str();
     app.add_option("--kv_cache", kv_cache, "1: keep past keys and values (lib/infer.h); 0: recompute the context")
         ->capture_default_str();
+    tokenizer.add(app, "the checkpoint's");
     return run_app(app, argc, argv, [&] {
         check(num_samples >= 1, "--num_samples must be positive (got {})", num_samples);
         check(max_new_tokens >= 0, "--max_new_tokens must be >= 0 (got {})", max_new_tokens);
@@ -43,14 +45,17 @@ int main(int argc, char** argv) {
         if (ckpt.empty()) ckpt = (std::filesystem::path(out_dir) / "ckpt.safetensors").string();
         if (start.rfind("FILE:", 0) == 0) start = read_text_file(start.substr(5));
         const Checkpoint ck = Checkpoint::load(ckpt);
-        const Tokenizer tok = Tokenizer::from_vocab(ck.vocab);
-        const std::vector<int> prompt = tok.encode(start);
+        const auto tok = checkpoint_tokenizer(ck.tokenizer, ck.vocab, tokenizer.name, tokenizer.gpt2_dir);
+        const std::vector<int> prompt = tok->encode(start);
         check(!prompt.empty(), "--start is empty: give at least one character");
         GPT<float> model;  // its weights only: the generator brings the working space it needs
         gpt_build(model, ck.config, 1, 1);
         ck.read_weights(model);
         GenerateConfig gen;
-        gen.num_samples = num_samples, gen.temperature = temperature, gen.top_k = top_k, gen.seed = seed;
+        gen.num_samples = num_samples;
+        gen.temperature = temperature;
+        gen.top_k = top_k;
+        gen.seed = seed;
         gen.kv_cache = kv_cache == 1;
         Generator g;
         g.start(model, gen, prompt, max_new_tokens);
@@ -59,9 +64,9 @@ int main(int argc, char** argv) {
                        g.fallback_reason());
         for (int i = 0; i < max_new_tokens; i++) g.step();
         for (int s = 0; s < num_samples; s++) {
-            std::string out = start;
-            for (int i = int(prompt.size()); i < g.length(); i++) out += tok.vocab[g.sequence(s)[i]];
-            fmt::print("{}\n---------------\n", out);
+            // Decoded at once: a gpt2 token may hold part of a character, completed by the next.
+            const int* generated = g.sequence(s) + prompt.size();
+            fmt::print("{}{}\n---------------\n", start, tok->decode(generated, size_t(g.length()) - prompt.size()));
         }
         return 0;
     });

@@ -20,38 +20,6 @@
 
 using namespace hg;
 
-static std::string read_stdin() {
-    std::string s;
-    char buf[1 << 16];
-    size_t got;
-    while ((got = std::fread(buf, 1, sizeof buf, stdin)) > 0) s.append(buf, got);
-    check(!std::ferror(stdin), "cannot read stdin");
-    return s;
-}
-
-// The whitespace-separated integers of `text`; anything else throws, naming the word and its
-// position. Ranges are checked against V here only where int cannot hold them; decode checks the rest.
-static std::vector<int> parse_ids(const std::string& text, int V) {
-    std::vector<int> ids;
-    const char* p = text.data();
-    const char* end = p + text.size();
-    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
-    while (true) {
-        while (p < end && space(*p)) p++;
-        if (p == end) return ids;
-        const char* word = p;
-        while (p < end && !space(*p)) p++;
-        const std::string shown(word, std::min<size_t>(p - word, 40));
-        int id = 0;
-        const auto [stop, err] = std::from_chars(word, p, id);
-        check(err != std::errc::invalid_argument && stop == p, "'{}' at position {} is not a token id (an integer)",
-              shown, ids.size());
-        check(err != std::errc::result_out_of_range, "token id {} at position {} is outside the vocabulary [0, {})",
-              shown, ids.size(), V);
-        ids.push_back(id);
-    }
-}
-
 int main(int argc, char** argv) {
     CLI::App app{
         "handgrad tokenize: text on stdin -> token ids (one line, space-separated), or ids -> text with --decode.\n"

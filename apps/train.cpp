@@ -3,6 +3,8 @@
 //   build/train                                  # the course model on tiny Shakespeare
 //   build/train --preset=shakespeare-char --batch_size=64 --max_iters=5000
 //   build/train --init_from=resume --max_iters=4000
+//   build/train --tokenizer=gpt2 --preset=shakespeare-char   # GPT-2's BPE instead of characters
+//   build/train --preset=finetune-shakespeare --init_from=gpt2.safetensors   # fine-tune converted weights
 //   mpirun -np 2 build/train --batch_size=6      # data-parallel: 2 ranks × 6 rows (make train-mpi)
 //
 // Prints a line per log_interval and train/val losses per eval_interval; writes
@@ -92,6 +94,7 @@ struct TrainFlags {
     TrainConfig tc, preset_tc;  // a preset sets the training defaults too (train_preset)
     std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
     std::string batch_threads = "auto", lr_decay, lr_replans;
+    TokenizerFlags tokenizer;
     int threads = 0;
     bool always_save_checkpoint = true;
     CLI::Option *o_decay, *o_min_lr, *o_max_iters, *o_budget, *o_warmup;
@@ -127,7 +130,9 @@ struct TrainFlags {
         app.add_option("--log_interval", tc.log_interval)->capture_default_str();
         app.add_option("--seed", tc.seed)->capture_default_str();
         app.add_option("--out_dir", out_dir)->capture_default_str();
-        app.add_option("--init_from", init_from, "scratch | resume")->capture_default_str();
+        app.add_option("--init_from", init_from, "scratch | resume (out_dir's checkpoint) | PATH (a checkpoint's "
+                       "weights, fresh optimizer state: fine-tuning)")->capture_default_str();
+        tokenizer.add(app, "char from scratch, else the checkpoint's");
         app.add_option("--always_save_checkpoint", always_save_checkpoint,
                        "save at every eval, not only on a new best val loss")->capture_default_str();
         app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
@@ -150,10 +155,9 @@ struct TrainFlags {
         if (!o_warmup->count()) c.schedule.warmup_iters = std::min(c.schedule.warmup_iters, c.schedule.lr_decay_iters);
         if (!o_min_lr->count())
             c.schedule.min_lr = c.schedule.learning_rate * (preset_tc.schedule.min_lr / preset_tc.schedule.learning_rate);
-        check(c.time_budget == 0 || init_from == "scratch",
+        check(c.time_budget == 0 || init_from != "resume",
               "--time_budget plans a fresh run; resume a budgeted run with the --max_iters=N "
               "--lr_decay_iters=N --warmup_iters=W it printed");
-        check(init_from == "scratch" || init_from == "resume", "--init_from must be scratch or resume (got '{}')", init_from);
         check_threads(threads, /*zero_is_default=*/true);
         if (parse_batch_threads(batch_threads) > 0) c.batch_threads = parse_batch_threads(batch_threads);
         c.validate();
@@ -161,9 +165,12 @@ struct TrainFlags {
     }
 };
 
-// What a run trains on: the model's config, the tokens, and for a resumed run its checkpoint.
+// What a run trains on: the model's config, the tokens, and for a resumed or fine-tuned run its
+// checkpoint.
 struct RunData {
     std::optional<Checkpoint> ck;
+    bool resume = false;  // ck is out_dir's, to resume; otherwise (if any) the weights to start from
+    std::unique_ptr<TextTokenizer> tok;
     GPTConfig config;
     std::vector<int> ids;
     Split split;
@@ -173,23 +180,28 @@ struct RunData {
 static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const std::string& ckpt_path) {
     const std::string text = read_text_file(f.data);
     RunData d;
-    Tokenizer tok;
     if (f.init_from == "scratch") {
         d.config = model.config();
-        tok = Tokenizer::from_text(text);
+        const std::string name = f.tokenizer.name.empty() ? "char" : f.tokenizer.name;
+        d.tok = make_tokenizer(name, name == "char" ? Tokenizer::from_text(text).vocab : std::vector<std::string>{},
+                               f.tokenizer.gpt2_dir);
         if (model.o_vocab->count())
-            check(d.config.vocab_size == tok.size(), "--vocab_size={} but {} has {} distinct characters",
-                  d.config.vocab_size, f.data, tok.size());
-        d.config.vocab_size = tok.size();
+            check(d.config.vocab_size == d.tok->size(), "--vocab_size={} but the {} tokenizer has {} tokens{}",
+                  d.config.vocab_size, name, d.tok->size(), name == "char" ? " (the distinct characters of " + f.data + ")" : "");
+        d.config.vocab_size = d.tok->size();
         d.config.validate();
     } else {
-        d.ck.emplace(Checkpoint::load(ckpt_path));
-        d.config = d.ck->config;
-        tok = Tokenizer::from_vocab(d.ck->vocab);
+        d.resume = f.init_from == "resume";
+        check(d.resume || fs::is_regular_file(f.init_from),
+              "--init_from={}: no such checkpoint file (scratch | resume | PATH; OpenAI's GPT-2 weights are "
+              "converted with tools/convert.py from-hf, docs/gpt2.md)", f.init_from);
+        d.ck.emplace(Checkpoint::load(d.resume ? ckpt_path : f.init_from));
+        d.config = d.resume ? d.ck->config : model.finetune_config(d.ck->config);
+        d.tok = checkpoint_tokenizer(d.ck->tokenizer, d.ck->vocab, f.tokenizer.name, f.tokenizer.gpt2_dir);
     }
-    d.ids = tok.encode(text);
+    d.ids = d.tok->encode(text);
     d.split = split_train_val(d.ids);
-    d.vocab = tok.vocab;
+    if (d.tok->name() == "char") d.vocab = dynamic_cast<const Tokenizer&>(*d.tok).vocab;
     // Both splits must hold at least one window before any time is spent.
     const int T = d.config.block_size;
     check(d.split.train.size() > size_t(T) && d.split.val.size() > size_t(T),
@@ -206,8 +218,8 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
     fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, GELU {}, dropout {})\n",
                trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
                to_string(c.bias), c.tie_weights ? "tied" : "untied", to_string(c.gelu), c.dropout);
-    fmt::print("data: {} tokens ({} train, {} val); {} tokens per iteration\n", d.ids.size(), d.split.train.size(),
-               d.split.val.size(), tokens_per_iter(trainer));
+    fmt::print("data: {} tokens of the {} tokenizer ({} train, {} val); {} tokens per iteration\n", d.ids.size(),
+               d.tok->name(), d.split.train.size(), d.split.val.size(), tokens_per_iter(trainer));
     fmt::print("threads: {}{}, SIMD: {}\n", threads,
                tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",
                                                   tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
@@ -232,9 +244,10 @@ static void print_summary(Trainer& trainer, const RunResult& run, const BudgetPl
                run.wall_seconds, run.train_seconds, run.eval_seconds);
     if (tc.time_budget > 0) {  // the number a budgeted run is judged by: build/eval's, on the whole val split
         const double t0 = steady_seconds();
-        const WindowLoss w = windowed_loss(trainer.model, d.split.val);
-        fmt::print("whole val split: loss {:.4f} nats/char over {} tokens ({} windows of {}; {:.1f} s)\n", w.loss,
-                   w.tokens, w.windows, w.T, steady_seconds() - t0);
+        WindowLoss w = windowed_loss(trainer.model, d.split.val);
+        count_scored_characters(w, d.split.val, *d.tok);
+        fmt::print("whole val split: loss {:.4f} nats/token, {:.4f} bits/char over {} tokens ({} windows of {}; "
+                   "{:.1f} s)\n", w.loss, w.bits_per_char(), w.tokens, w.windows, w.T, steady_seconds() - t0);
     }
     if (trainer.dist.size > 1)
         fmt::print("allreduce: {:.2f} s on rank 0 ({} floats = {:.1f} MB per step)\n", trainer.comm_seconds,
@@ -273,15 +286,19 @@ int main(int argc, char** argv) {
         check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3));
         std::optional<BatchThreadsChoice> choice;
         if (parse_batch_threads(flags.batch_threads) == 0) {
-            choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.ck ? &*d.ck : nullptr);
+            choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.resume ? &*d.ck : nullptr);
             tc.batch_threads = choice->batch_threads;
         }
         Trainer trainer;
         trainer.dist = dist;
-        if (d.ck) {
+        if (d.resume) {
             trainer.resume(*d.ck, tc, d.split.train, d.split.val);
             fmt::print("resuming from {} at iter {}\n", ckpt_path, trainer.progress.iter_num);
+        } else if (d.ck) {
+            trainer.start_from(*d.ck, d.config, tc, d.split.train, d.split.val);
+            fmt::print("starting from the weights of {} (fresh optimizer state)\n", flags.init_from);
         } else {
+            trainer.tokenizer = d.tok->name();
             trainer.start(d.config, tc, d.vocab, d.split.train, d.split.val);
         }
         print_header(trainer, d, threads, choice);
@@ -292,10 +309,11 @@ int main(int argc, char** argv) {
                                                 "{}, timing took {:.1f} s)", trainer.cfg.time_budget,
                                                 1000 * plan.step_seconds, plan.timed_steps, plan.spent));
         }
-        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size}}.dump();
+        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size},
+                                          {"init_from", flags.init_from}}.dump();
 
         const std::string csv_path = (fs::path(flags.out_dir) / "log.csv").string();
-        const bool new_csv = flags.init_from == "scratch" || !fs::exists(csv_path);
+        const bool new_csv = flags.init_from != "resume" || !fs::exists(csv_path);
         std::unique_ptr<FILE, int (*)(FILE*)> csv(std::fopen(dist.rank == 0 ? csv_path.c_str() : "/dev/null",
                                                              new_csv ? "w" : "a"), std::fclose);
         check(csv != nullptr, "cannot write {}", csv_path);

@@ -5,10 +5,12 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "lib/errors.h"
 #include "lib/json_get.h"
+#include "lib/tokenizer.h"
 
 namespace hg {
 
@@ -90,9 +92,9 @@ static std::vector<size_t> dims(const Shape& s) {
 
 void save_checkpoint(const std::string& path, const GPT<float>& model,
                      const std::vector<std::string>& vocab, const TrainProgress& progress,
-                     const float* m, const float* v) {
+                     const float* m, const float* v, const std::string& tokenizer) {
     const GPTConfig& c = model.config;
-    check(int(vocab.size()) == c.vocab_size, "vocabulary has {} tokens, the model {}", vocab.size(), c.vocab_size);
+    check_vocabulary(tokenizer, vocab, c.vocab_size);
     SafetensorsWriter w;
     for (const TensorSpec& t : model.table)
         w.add(t.name, Dtype::F32, dims(t.shape), model.params_memory.data() + t.offset);
@@ -108,6 +110,7 @@ void save_checkpoint(const std::string& path, const GPT<float>& model,
         }
     }
     w.set_metadata("config", config_to_json(c));
+    w.set_metadata("tokenizer", tokenizer);
     w.set_metadata("vocab", json(vocab).dump());
     w.set_metadata("iter_num", std::to_string(progress.iter_num));
     w.set_metadata("best_val_loss", fmt::format("{:.17g}", progress.best_val_loss));
@@ -129,7 +132,7 @@ static Int parse_int(const std::string& path, const std::string& key, const std:
 }
 
 Checkpoint Checkpoint::load(const std::string& path) {
-    Checkpoint ck{GPTConfig{}, {}, {}, false, SafetensorsFile::load(path)};
+    Checkpoint ck{GPTConfig{}, "char", {}, {}, false, SafetensorsFile::load(path)};
     const auto& meta = ck.file.metadata();
     auto need = [&](const std::string& key) -> const std::string& {
         auto it = meta.find(key);
@@ -147,8 +150,12 @@ Checkpoint Checkpoint::load(const std::string& path) {
         check(tok.is_string(), "{}: vocabulary entry {} is not a string", path, tok.dump());
         ck.vocab.push_back(tok.get<std::string>());
     }
-    check(int(ck.vocab.size()) == ck.config.vocab_size, "{}: vocabulary has {} tokens but vocab_size is {}",
-          path, ck.vocab.size(), ck.config.vocab_size);
+    if (meta.count("tokenizer")) ck.tokenizer = meta.at("tokenizer");
+    try {
+        check_vocabulary(ck.tokenizer, ck.vocab, ck.config.vocab_size);
+    } catch (const Error& e) {
+        fail("{}: {}", path, e.what());
+    }
     ck.progress.iter_num = parse_int<int>(path, "iter_num", need("iter_num"));
     try {
         ck.progress.best_val_loss = std::stod(need("best_val_loss"));
@@ -202,16 +209,39 @@ Checkpoint Checkpoint::load(const std::string& path) {
     return ck;
 }
 
-void Checkpoint::read_weights(GPT<float>& model) const {
-    check(config_to_json(model.config) == config_to_json(config), "{}: model config differs from the checkpoint's",
-          file.path());
+// Copies every tensor of model's table from `file`; a tensor the file holds with more rows (the
+// position table of a longer context) gives its first rows.
+static void copy_weights(const SafetensorsFile& file, GPT<float>& model) {
     float* params = gpt_own_parameters(model);
     for (const TensorSpec& t : model.table) {
-        file.read_f32(t.name, t.shape, params + t.offset);
+        const auto& e = file.get(t.name);
+        if (e.shape == t.shape) {
+            file.read_f32(t.name, t.shape, params + t.offset);
+        } else {  // Checkpoint::load has checked its dtype (F32); read_weights_cropped, its shape
+            std::memcpy(params + t.offset, e.data, t.shape.numel() * sizeof(float));
+        }
         const float* w = params + t.offset;
         for (size_t i = 0; i < t.shape.numel(); i++)
             check(std::isfinite(w[i]), "{}: tensor '{}' holds a non-finite value at {}", file.path(), t.name, i);
     }
+}
+
+void Checkpoint::read_weights(GPT<float>& model) const {
+    check(config_to_json(model.config) == config_to_json(config), "{}: model config differs from the checkpoint's",
+          file.path());
+    copy_weights(file, model);
+}
+
+void Checkpoint::read_weights_cropped(GPT<float>& model) const {
+    check(model.config.block_size <= config.block_size,
+          "{}: block_size {} is longer than the checkpoint's {} (its position table has {} rows)", file.path(),
+          model.config.block_size, config.block_size, config.block_size);
+    GPTConfig same = model.config;
+    same.block_size = config.block_size, same.dropout = config.dropout;
+    check(config_to_json(same) == config_to_json(config),
+          "{}: the model differs from the checkpoint's ({} against {}); only block_size and dropout may change",
+          file.path(), config_to_json(same), config_to_json(config));
+    copy_weights(file, model);
 }
 
 void Checkpoint::read_optimizer(const GPT<float>& model, float* m, float* v) const {

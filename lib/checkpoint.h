@@ -9,7 +9,8 @@
 //                  qkv_bias, bias_layout, tie_weights, pos_encoding, gelu, init, norm, mlp,
 //                  rope_base, qk_norm, logit_softcap, init_zero_proj (a key that is absent
 //                  takes GPTConfig's default, the GPT-2 block's)
-//   vocab          JSON array of the token strings, in id order
+//   tokenizer      "char" | "gpt2" (lib/tokenizer.h); absent = char
+//   vocab          JSON array of the char tokenizer's token strings, in id order; [] for gpt2
 //   iter_num, best_val_loss
 //   and for resuming: adam_step, rng_batch (the batch sampler's state), train_config (JSON:
 //   the TrainConfig, train_config.h, with the app's settings beside it),
@@ -41,16 +42,18 @@ std::string config_to_json(const GPTConfig& config);
 GPTConfig config_from_json(const std::string& json);  // throws hg::Error naming a bad key
 
 // Writes atomically (temp file, fsync, rename): the previous file survives any crash.
-// m and v may be null (a weights-only checkpoint).
+// m and v may be null (a weights-only checkpoint). `vocab` and `tokenizer` as check_vocabulary
+// (lib/tokenizer.h) accepts them.
 void save_checkpoint(const std::string& path, const GPT<float>& model,
                      const std::vector<std::string>& vocab, const TrainProgress& progress,
-                     const float* m, const float* v);
+                     const float* m, const float* v, const std::string& tokenizer = "char");
 
 // A checkpoint file, read and validated: the config and vocabulary are sane, every tensor of
 // the table is there with its shape and dtype, and nothing unexpected is.
 struct Checkpoint {
     GPTConfig config;
-    std::vector<std::string> vocab;
+    std::string tokenizer = "char";   // what the model was trained with (lib/tokenizer.h)
+    std::vector<std::string> vocab;   // the char tokenizer's; empty for gpt2
     TrainProgress progress;
     bool has_optimizer = false;
     SafetensorsFile file;
@@ -58,6 +61,11 @@ struct Checkpoint {
     static Checkpoint load(const std::string& path);
     // Copies the weights into a model built from `config`.
     void read_weights(GPT<float>& model) const;
+    // Fine-tuning's start (nanoGPT's init_from): the weights into a model whose config is this
+    // checkpoint's but for its dropout and a block_size no larger, which keeps the first
+    // block_size rows of the position table (nanoGPT's crop_block_size). hg::Error for any
+    // other difference, naming it.
+    void read_weights_cropped(GPT<float>& model) const;
     // Copies AdamW's moments (num_parameters each, in table order); needs has_optimizer.
     void read_optimizer(const GPT<float>& model, float* m, float* v) const;
 };

@@ -55,6 +55,11 @@ static const std::vector<std::pair<std::string, GPTConfig>>& presets() {
         t.push_back({"gpt2", c});
         c.n_layer = 24, c.n_head = 16, c.n_embd = 1024;
         t.push_back({"gpt2-medium", c});
+        // Fine-tuning OpenAI's weights on a CPU (nanoGPT's finetune_shakespeare.py): GPT-2 small as
+        // OpenAI trained it (tanh GELU), the context cut to 256. With train --init_from=PATH the
+        // checkpoint gives the model and this preset only the block_size and dropout.
+        c.n_layer = 12, c.n_head = 12, c.n_embd = 768, c.block_size = 256, c.gelu = GeluKind::Tanh;
+        t.push_back({"finetune-shakespeare", c});
         c = GPTConfig{};  // Lesson 14's toy GPT: V=50, T=8, d=64, H=4, N=4
         c.vocab_size = 50, c.block_size = 8, c.n_layer = 4, c.n_head = 4, c.n_embd = 64;
         c.bias = BiasLayout::Lesson14, c.pos = PosEncoding::Sinusoidal, c.init = InitScheme::Lesson14;

@@ -2,6 +2,7 @@
 #include "lib/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lib/data.h"
 #include "lib/errors.h"
@@ -28,6 +29,16 @@ WindowLoss windowed_loss(GPT<float>& model, const std::vector<int>& ids) {
     r.tokens = r.windows * size_t(r.T);
     r.loss = sum / double(r.tokens);
     return r;
+}
+
+double WindowLoss::bits_per_char() const {
+    check(characters > 0, "bits per character need the characters counted");
+    return loss * double(tokens) / double(characters) / std::log(2.0);
+}
+
+void count_scored_characters(WindowLoss& w, const std::vector<int>& ids, const TextTokenizer& tok) {
+    check(w.tokens < ids.size(), "the loss scored {} targets, the text has {} tokens", w.tokens, ids.size());
+    w.characters = count_characters(tok, ids.data() + 1, w.tokens);
 }
 
 }  // namespace hg

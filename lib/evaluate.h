@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/gpt.h"
+#include "lib/tokenizer.h"
 
 namespace hg {
 
@@ -17,10 +18,19 @@ struct WindowLoss {
     size_t tokens = 0;  // targets scored: windows · T
     size_t windows = 0;
     int T = 0;
+    size_t characters = 0;  // what the scored targets spell (count_scored_characters); 0: not counted
+
+    // The same loss in bits per character: the total nats / characters / ln 2. Characters, not
+    // tokens, so that models with different tokenizers compare (for char models the two agree).
+    double bits_per_char() const;
 };
 
 // Scores `ids` with windows of the model's block_size, model.max_B windows per forward pass
 // (no dropout). hg::Error when ids holds no whole window.
 WindowLoss windowed_loss(GPT<float>& model, const std::vector<int>& ids);
+
+// Sets w.characters to the characters of the targets w scored, ids[1 .. w.tokens] in `tok`'s text
+// (the windows' targets follow each other without a gap).
+void count_scored_characters(WindowLoss& w, const std::vector<int>& ids, const TextTokenizer& tok);
 
 }  // namespace hg

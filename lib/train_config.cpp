@@ -44,6 +44,12 @@ TrainConfig train_preset(const std::string& name) {
         t.adamw.weight_decay = 0.3f;
         t.time_budget = 600;
     }
+    if (name == "finetune-shakespeare") {  // nanoGPT's finetune_shakespeare.py, sized for a CPU (docs/gpt2.md)
+        t.batch_size = 4, t.gradient_accumulation_steps = 2, t.max_iters = 20;  // 4 × 2 × 256 tokens a step
+        t.eval_interval = 5, t.eval_iters = 2, t.log_interval = 1;
+        t.schedule = {3e-5, 3e-5, 0, 20, false};  // a constant lr
+        t.adamw.beta2 = 0.95f;                    // nanoGPT's default (the course's is 0.99)
+    }
     return t;
 }
 

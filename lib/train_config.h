@@ -28,7 +28,8 @@ struct TrainConfig {
 
 // The training half of a preset (the model half is hg::preset, config.h): nanoGPT's
 // train_shakespeare_char.py for "shakespeare-char", the ten-minute recipe for "speedrun"
-// (README, "Ten-minute speedrun"), the course's recipe (the defaults above) for the others.
+// (README, "Ten-minute speedrun"), finetune_shakespeare.py cut to a CPU's size for
+// "finetune-shakespeare", the course's recipe (the defaults above) for the others.
 TrainConfig train_preset(const std::string& name);
 
 // A TrainConfig as one JSON object, every field under its train flag's name ("batch_size",

@@ -10,6 +10,7 @@
 #include "lib/data.h"
 #include "lib/errors.h"
 #include "lib/kernels/vec.h"
+#include "lib/tokenizer.h"
 
 namespace hg {
 
@@ -64,14 +65,20 @@ void Trainer::start(const GPTConfig& config, const TrainConfig& train, std::vect
                     const std::vector<int>& train_ids_, const std::vector<int>& val_ids_) {
     train.validate();
     cfg = train;
-    check(int(vocab_.size()) == config.vocab_size, "the data has {} distinct tokens but vocab_size is {}",
-          vocab_.size(), config.vocab_size);
+    check_vocabulary(tokenizer, vocab_, config.vocab_size);
     allocate(config);
     gpt_init(model, cfg.seed);
     vocab = std::move(vocab_);
     train_ids = &train_ids_, val_ids = &val_ids_;
     batch_rng = Rng(mix64(cfg.seed ^ 0x62617463ULL));  // "batc": its own stream
     progress = TrainProgress{};
+}
+
+void Trainer::start_from(const Checkpoint& ck, const GPTConfig& config, const TrainConfig& train,
+                         const std::vector<int>& train_ids_, const std::vector<int>& val_ids_) {
+    tokenizer = ck.tokenizer;
+    start(config, train, ck.vocab, train_ids_, val_ids_);
+    ck.read_weights_cropped(model);
 }
 
 void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids_,
@@ -81,7 +88,7 @@ void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::
     allocate(ck.config);
     ck.read_weights(model);
     ck.read_optimizer(model, m.data(), v.data());
-    vocab = ck.vocab;
+    tokenizer = ck.tokenizer, vocab = ck.vocab;
     train_ids = &train_ids_, val_ids = &val_ids_;
     check(ck.progress.world_size == dist.size,
           "the checkpoint was written by a run on {} rank(s) and this run has {}: resume it with "
@@ -231,7 +238,7 @@ void Trainer::save(const std::string& path) const {
     p.world_size = dist.size;
     p.rng_batch = batch_rng.state;  // where the sampler stands now, even before the first step
     p.train_config = train_config_to_json(cfg, run_info);  // the plan as it stands, re-plans included
-    save_checkpoint(path, model, vocab, p, m.data(), v.data());
+    save_checkpoint(path, model, vocab, p, m.data(), v.data(), tokenizer);
 }
 
 size_t Trainer::state_floats() const {

@@ -62,7 +62,8 @@ struct Trainer {
     GPT<float> model;
     Arena<float> m, v;                 // AdamW moments, (P) each
     std::vector<ParamSpan> spans;      // from the tensor table: offsets, sizes, decay flags
-    std::vector<std::string> vocab;
+    std::string tokenizer = "char";    // "char" | "gpt2" (lib/tokenizer.h); set before start
+    std::vector<std::string> vocab;    // the char tokenizer's (empty for gpt2)
     const std::vector<int>* train_ids = nullptr;
     const std::vector<int>* val_ids = nullptr;
     Arena<int> batch;                  // idx and targets, (B, T) each
@@ -79,6 +80,12 @@ struct Trainer {
     // A fresh run: the model built for (batch_size, block_size) and initialised from seed.
     void start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab,
                const std::vector<int>& train_ids, const std::vector<int>& val_ids);
+    // A fresh run whose weights come from a checkpoint (nanoGPT's init_from=PATH, fine-tuning):
+    // start, then the checkpoint's weights (Checkpoint::read_weights_cropped: `config` may have
+    // a shorter block_size and another dropout); its tokenizer and vocabulary; AdamW's moments,
+    // the iteration and the batch sampler start afresh, as they do from scratch.
+    void start_from(const Checkpoint& ck, const GPTConfig& config, const TrainConfig& train,
+                    const std::vector<int>& train_ids, const std::vector<int>& val_ids);
     // A run resumed from a checkpoint (weights, moments, iteration, sampler state). The
     // checkpoint must come from a run with the same number of ranks (hg::Error otherwise).
     void resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids,

@@ -9,6 +9,14 @@
       a handgrad checkpoint -> a nanoGPT-format ckpt.pt whose 'model' entry is a state dict that
       nanoGPT's GPT (and tools/torch_gpt.py's) loads with load_state_dict(strict=True), plus
       meta.pkl (itos/stoi) beside it
+  convert.py from-hf DIR|DIR/model.safetensors -o gpt2.safetensors
+      a Hugging Face GPT-2 checkpoint (gpt2, gpt2-medium, gpt2-large, gpt2-xl: model.safetensors
+      with its config.json) -> a handgrad checkpoint for the gpt2 tokenizer (tools/hf_gpt2.py says
+      what is transposed, dropped and tied); needs numpy only
+  convert.py make-hf --size gpt2-xl --out DIR [--n_layer 2 --head_size 4 --n_positions 64]
+      a random-weight model in Hugging Face's exact layout and naming (config.json +
+      model.safetensors), with that size's heads at reduced width and depth: what from-hf is
+      tested on, since no real weights can be downloaded in the tests
 
 What each side cannot say, and how it is carried:
   * nanoGPT's model_args has n_layer, n_head, n_embd, block_size, bias, vocab_size, dropout. The
@@ -37,10 +45,11 @@ import sys
 from collections import OrderedDict
 
 import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_gpt  # noqa: E402
+import hf_gpt2  # noqa: E402
+import safetensors_io  # noqa: E402
+# torch and torch_gpt are imported by the nanoGPT conversions only: from-hf and make-hf need numpy alone.
 
 NANOGPT_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size", "dropout")
 HANDGRAD_ONLY = ("bias_layout", "tie_weights", "pos_encoding", "gelu", "init", "norm", "mlp", "rope_base",
@@ -67,6 +76,8 @@ def placeholder_vocab(V):
 
 
 def to_handgrad(args):
+    import torch
+    import torch_gpt
     try:
         ck = torch.load(args.ckpt, map_location="cpu")
     except Exception as e:  # not a file torch.save wrote: one line, not a traceback
@@ -122,6 +133,8 @@ def to_handgrad(args):
 
 
 def to_pytorch(args):
+    import torch
+    import torch_gpt
     try:
         model, vocab, meta = torch_gpt.load_handgrad(args.ckpt)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
@@ -155,6 +168,42 @@ def to_pytorch(args):
     print(f"wrote {args.out} and {meta_path}: {len(sd)} state_dict entries")
 
 
+def handgrad_metadata(c, vocab, tokenizer):
+    """The metadata of a fresh handgrad checkpoint (lib/checkpoint.h): nothing trained yet."""
+    return {"config": config_json(c), "tokenizer": tokenizer,
+            "vocab": json.dumps(vocab, separators=(",", ":"), ensure_ascii=False),
+            "iter_num": "0", "best_val_loss": "%.17g" % 1e9, "adam_step": "0", "rng_batch": "0", "train_config": "{}"}
+
+
+def parameter_names(c):
+    """handgrad's tensor table for a gpt2-layout, tied, learned-position config (torch_gpt's
+    parameter_names for that case, without importing torch)."""
+    names = ["transformer.wte.weight", "transformer.wpe.weight"]
+    for i in range(c["n_layer"]):
+        for part in ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj"):
+            names += [f"transformer.h.{i}.{part}.weight", f"transformer.h.{i}.{part}.bias"]
+    return names + ["transformer.ln_f.weight", "transformer.ln_f.bias"]
+
+
+def from_hf(args):
+    try:
+        cfg, sd = hf_gpt2.read_hf(args.src)
+        c = hf_gpt2.handgrad_config(cfg)
+        tensors = hf_gpt2.to_handgrad_tensors(c, sd, parameter_names(c))
+    except hf_gpt2.HFError as e:
+        die(f"{args.src}: {e}")
+    safetensors_io.write_safetensors(args.out, tensors, handgrad_metadata(c, [], "gpt2"))
+    print(f"wrote {args.out}: GPT-2 with {c['n_layer']} layers, {c['n_head']} heads, n_embd {c['n_embd']}, "
+          f"context {c['block_size']}, GELU {c['gelu']}, {sum(t.size for _, t in tensors):,} parameters")
+
+
+def make_hf(args):
+    cfg = hf_gpt2.write_hf(args.out, args.size, args.n_layer, args.head_size, args.n_positions, args.seed,
+                           prefix="transformer." if args.prefix else "", lm_head=args.lm_head)
+    print(f"wrote {args.out}/config.json and model.safetensors: {args.size}'s {cfg['n_head']} heads, "
+          f"n_embd {cfg['n_embd']}, {cfg['n_layer']} layers, context {cfg['n_positions']}, random weights")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -165,8 +214,20 @@ def main():
     p = sub.add_parser("to-pytorch")
     p.add_argument("ckpt")
     p.add_argument("-o", "--out", required=True)
+    f = sub.add_parser("from-hf")
+    f.add_argument("src", help="a directory with model.safetensors and config.json, or the model.safetensors")
+    f.add_argument("-o", "--out", required=True)
+    m = sub.add_parser("make-hf")
+    m.add_argument("--size", required=True, choices=sorted(hf_gpt2.SIZES))
+    m.add_argument("--out", required=True)
+    m.add_argument("--n_layer", type=int, default=2)
+    m.add_argument("--head_size", type=int, default=4, help="n_embd = n_head (the size's) x head_size")
+    m.add_argument("--n_positions", type=int, default=64)
+    m.add_argument("--seed", type=int, default=1337)
+    m.add_argument("--prefix", action="store_true", help="names with 'transformer.' (as GPT2LMHeadModel saves them)")
+    m.add_argument("--lm_head", action="store_true", help="store the tied lm_head.weight too")
     args = ap.parse_args()
-    {"to-handgrad": to_handgrad, "to-pytorch": to_pytorch}[args.cmd](args)
+    {"to-handgrad": to_handgrad, "to-pytorch": to_pytorch, "from-hf": from_hf, "make-hf": make_hf}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,13 @@
   crosscheck.py sample --pt P --ckpt C     build/sample --temperature=0 against greedy decoding of
                                            the PyTorch model in P (a nanoGPT-format ckpt.pt)
   crosscheck.py make-nanogpt --data F --out D   a small nanoGPT-format D/ckpt.pt + D/meta.pkl
+  crosscheck.py hf --hf DIR --ckpt C        a Hugging Face GPT-2 checkpoint DIR and its conversion C
+                                           (convert.py from-hf): build/logits on C against GPT-2's
+                                           forward on DIR's tensors as stored (hf_gpt2.hf_logits,
+                                           float64) and against torch_gpt loading C; and that
+                                           forgetting Conv1D's transpose would be caught
+  crosscheck.py hf-errors --hf DIR --tmp T  convert.py from-hf on broken copies of DIR: one
+                                           "error:" line each, exit status 1, no output file
 
 Relative error of a tensor a (handgrad) against b (PyTorch):  max|a − b| / max|b|, the worst
 element's error measured on the scale of the tensor (an elementwise |a−b|/|b| would blow up on
@@ -41,6 +48,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_gpt2  # noqa: E402
+import safetensors_io  # noqa: E402
 import torch_gpt  # noqa: E402
 
 TOL = {
@@ -325,6 +334,79 @@ def make_nanogpt(args):
     return 0
 
 
+HF_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks? It's the east, and Juliet is the sun."
+
+
+def check_hf(args):
+    cfg, sd = hf_gpt2.read_hf(args.hf)
+    run = lambda cmd, stdin: subprocess.run(cmd, input=stdin, check=True, capture_output=True, text=True).stdout
+    ids = [int(x) for x in run([os.path.join(args.bin, "tokenize"), "--tokenizer=gpt2", f"--gpt2_dir={args.gpt2_dir}"],
+                               HF_PROMPT).split()][:cfg["n_positions"]]
+    out = os.path.splitext(args.ckpt)[0] + ".logits.safetensors"
+    run([os.path.join(args.bin, "logits"), f"--ckpt={args.ckpt}", f"--out={out}"], " ".join(map(str, ids)))
+    hg = safetensors_io.read_safetensors(out)[0]["logits"].astype(np.float64)
+    ref = hf_gpt2.hf_logits(cfg, sd, ids)
+    model, _, _ = torch_gpt.load_handgrad(args.ckpt, torch.float32)
+    with torch.no_grad():
+        tg = model(torch.tensor([ids]))[0][0].double().numpy()
+    bug = hf_gpt2.hf_logits(cfg, sd, ids, forget_transpose=True)
+    err_ref, err_torch, err_bug = rel_err(hg, ref), rel_err(hg, tg), rel_err(bug, ref)
+    tol = TOL["float32"]["logits"]
+    ok = err_ref <= tol and err_torch <= tol and err_bug > 100 * tol
+    name = cfg.get("handgrad_fixture", args.hf)
+    print(f"{name}: logits of {len(ids)} tokens x {cfg['vocab_size']}: build/logits against Hugging Face's layout "
+          f"in float64 {err_ref:.1e}, against torch_gpt {err_torch:.1e} (tolerance {tol:g}); an untransposed "
+          f"attn.c_proj would be off by {err_bug:.1e} {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+def check_hf_errors(args):
+    """convert.py from-hf on broken copies of a Hugging Face fixture: each must end with one
+    'error: ...' line naming the flaw, exit status 1, and no output file."""
+    import shutil
+    cfg, sd = hf_gpt2.read_hf(args.hf)
+    tensors = list(safetensors_io.read_safetensors(os.path.join(args.hf, "model.safetensors"))[0].items())
+    cases = [
+        ("no config.json", None, tensors, "config.json"),
+        ("no n_head", {k: v for k, v in cfg.items() if k != "n_head"}, tensors, "'n_head' is missing"),
+        ("relu", dict(cfg, activation_function="relu"), tensors, "activation_function 'relu'"),
+        ("another vocabulary", dict(cfg, vocab_size=1000), tensors, "vocab_size must be GPT-2's"),
+        ("a tensor missing", cfg, [t for t in tensors if not t[0].endswith("h.1.attn.c_proj.weight")],
+         "missing, first: transformer.h.1.attn.c_proj.weight"),
+        ("an extra tensor", cfg, tensors + [("h.0.attn.rotary", np.zeros(4, np.float32))], "unexpected tensor"),
+        ("an untied head", cfg, tensors + [("lm_head.weight", tensors[0][1] + 1)], "lm_head.weight differs"),
+        ("c_fc stored (out, in)", cfg, [(n, a.T.copy()) if n.endswith("h.0.mlp.c_fc.weight") else (n, a)
+                                         for n, a in tensors], "'h.0.mlp.c_fc.weight' has shape"),
+        ("integer weights", cfg, [(n, a.astype(np.int32)) if n.endswith("ln_f.bias") else (n, a) for n, a in tensors],
+         "not a float"),
+        ("not safetensors", cfg, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json", "not a safetensors file"),
+    ]
+    failed = 0
+    for what, config, body, phrase in cases:
+        d = os.path.join(args.tmp, "broken")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        if config is not None:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump(config, f)
+        if isinstance(body, bytes):
+            with open(os.path.join(d, "model.safetensors"), "wb") as f:
+                f.write(body)
+        else:
+            safetensors_io.write_safetensors(os.path.join(d, "model.safetensors"), body)
+        out = os.path.join(args.tmp, "broken.safetensors")
+        if os.path.exists(out):
+            os.remove(out)
+        r = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "convert.py"),
+                            "from-hf", d, "-o", out], capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        ok = r.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: ") and phrase in lines[0] \
+            and not os.path.exists(out)
+        failed += not ok
+        print(f"from-hf with {what}: {'ok' if ok else 'FAIL'}: {lines[-1] if lines else '(no message)'}")
+    return 1 if failed else 0
+
+
 def main():
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -349,9 +431,17 @@ def main():
     m.add_argument("--out", required=True)
     m.add_argument("--iters", type=int, default=150)
     m.add_argument("--seed", type=int, default=1337)
+    h = sub.add_parser("hf")
+    h.add_argument("--hf", required=True, help="the Hugging Face checkpoint (directory)")
+    h.add_argument("--ckpt", required=True, help="its conversion (convert.py from-hf)")
+    h.add_argument("--gpt2_dir", default="data/gpt2")
+    h.add_argument("--bin", default="build")
+    he = sub.add_parser("hf-errors")
+    he.add_argument("--hf", required=True, help="a Hugging Face fixture (convert.py make-hf) to break")
+    he.add_argument("--tmp", required=True, help="a directory for the broken copies")
     args = ap.parse_args()
     return {"params": check_params, "eval": check_eval, "sample": check_sample,
-            "make-nanogpt": make_nanogpt}[args.cmd](args)
+            "make-nanogpt": make_nanogpt, "hf": check_hf, "hf-errors": check_hf_errors}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -30,12 +30,10 @@ and it honours every handgrad config choice (lib/config.h):
                projection (nanoGPT's four sites). By default torch's own random masks; the
                cross-check plugs in handgrad's hash masks (handgrad_keep below) instead.
 
-Also here: a safetensors reader and writer in stdlib + numpy (the `safetensors` package is not
-installed), and loading a handgrad checkpoint.
+Also here: loading a handgrad checkpoint (its safetensors file read by tools/safetensors_io.py).
 """
 import json
 import math
-import struct
 from collections import OrderedDict
 
 import numpy as np
@@ -44,61 +42,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 # ----------------------------------------------------------------------------------------------
-# safetensors: [u64 LE header length N][N bytes of JSON header][data buffer]
+# safetensors files (tools/safetensors_io.py: stdlib + numpy, no torch)
 
-_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
-           "I16": np.int16, "I8": np.int8, "U8": np.uint8, "U16": np.uint16, "U32": np.uint32,
-           "U64": np.uint64, "BOOL": np.bool_}
-_NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
-
-
-def read_safetensors(path):
-    """Returns (OrderedDict name -> numpy array, in buffer order; metadata dict)."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        raise ValueError(f"{path}: {len(raw)} bytes, a safetensors file has at least 8")
-    (n,) = struct.unpack("<Q", raw[:8])
-    if 8 + n > len(raw):
-        raise ValueError(f"{path}: header of {n} bytes runs past the end of the file")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    meta = header.pop("__metadata__", {}) or {}
-    buf = memoryview(raw)[8 + n:]
-    out = OrderedDict()
-    for name, e in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
-        begin, end = e["data_offsets"]
-        dt = np.dtype(_DTYPES[e["dtype"]]).newbyteorder("<")
-        shape = tuple(e["shape"])
-        count = int(np.prod(shape)) if shape else 1
-        if end - begin != count * dt.itemsize or end > len(buf):
-            raise ValueError(f"{path}: tensor '{name}' has a bad byte range")
-        out[name] = np.frombuffer(buf[begin:end], dtype=dt).reshape(shape).copy()
-    return out, meta
-
-
-def write_safetensors(path, tensors, metadata=None):
-    """tensors: iterable of (name, numpy array), written in that order. The header is laid out as
-    handgrad's SafetensorsWriter does (compact JSON, metadata first with sorted keys, tensors in
-    insertion order, padded with spaces to a multiple of 8), so a file handgrad wrote can be
-    reproduced byte for byte."""
-    header = OrderedDict()
-    if metadata:
-        header["__metadata__"] = OrderedDict(sorted(metadata.items()))
-    blobs, offset = [], 0
-    for name, a in tensors:
-        a = np.ascontiguousarray(a)
-        data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
-        header[name] = OrderedDict([("dtype", _NAMES[np.dtype(a.dtype.type)]), ("shape", list(a.shape)),
-                                    ("data_offsets", [offset, offset + len(data)])])
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
+from safetensors_io import read_safetensors, write_safetensors  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------------------------
