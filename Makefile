@@ -229,7 +229,8 @@ CC_gpt2_tied  := --bias_layout=gpt2 --tie_weights=true --n_layer=2 --n_head=4 --
 CC_sinusoidal := --preset=lesson14 --batch_size=4
 CC_tanh_none  := --gelu=tanh --bias_layout=none --n_layer=2 --n_head=3 --n_embd=48 --block_size=16 --batch_size=4
 CC_dropout    := --preset=course --n_layer=2 --tie_weights=true --dropout=0.1 --seq_len=48
-CC_NAMES      := course gpt2_tied sinusoidal tanh_none dropout
+CC_muon       := --preset=course --optimizer=muon
+CC_NAMES      := course gpt2_tied sinusoidal tanh_none dropout muon
 CC_CORRUPT    := transformer.h.1.mlp.c_fc.weight
 # A briefly trained course model for the whole-val-split eval check (~100 iterations).
 CC_TRAIN_ARGS := --preset=course --batch_size=12 --max_iters=100 --lr_decay_iters=100 --learning_rate=1e-3 \
