@@ -298,7 +298,8 @@ CC_relu2_rope := --mlp=relu2 --pos=rope --bias_layout=none --tie_weights=true --
                  --block_size=16 --batch_size=4
 CC_rms_qk_cap := --preset=course --n_layer=2 --norm=rmsnorm --qk_norm --logit_softcap=1 --tie_weights=true \
                  --dropout=0.1 --seq_len=48
-CC_NAMES      := course gpt2_tied sinusoidal tanh_none dropout modern relu2_rope rms_qk_cap
+CC_muon       := --preset=course --optimizer=muon
+CC_NAMES      := course gpt2_tied sinusoidal tanh_none dropout modern relu2_rope rms_qk_cap muon
 CC_CORRUPT    := transformer.h.1.mlp.c_fc.weight
 # A briefly trained course model for the whole-val-split eval check (~100 iterations).
 CC_TRAIN_ARGS := --preset=course --batch_size=12 --max_iters=100 --lr_decay_iters=100 --learning_rate=1e-3 \

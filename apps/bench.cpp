@@ -61,7 +61,10 @@ int main(int argc, char** argv) {
     model.add(app);
     int batch_size = 12, steps = 10, warmup = 2, threads = 0, batch_threads = 1;
     bool json = false;
+    std::string optimizer = "adamw";
     app.add_option("--batch_size", batch_size)->capture_default_str();
+    app.add_option("--optimizer", optimizer, "adamw | muon (train's flag: Muon's Newton–Schulz is part of the step)")
+        ->capture_default_str();
     app.add_option("--steps", steps, "timed steps")->capture_default_str();
     app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
     app.add_option("--threads", threads, "default: all cores");
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
         TrainConfig tc;
         tc.batch_size = batch_size, tc.batch_threads = batch_threads, tc.max_iters = warmup + steps;
         tc.schedule = LrSchedule{1e-4, 1e-5, 0, warmup + steps, true};
+        tc.optimizer = parse_optimizer(optimizer);
         Trainer trainer;
         trainer.start(c, tc, vocab, ids, ids);
 

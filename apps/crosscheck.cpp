@@ -5,7 +5,8 @@
 //
 // Initialises a model from the flags, writes it as a checkpoint (--ckpt), then runs, on S = 3
 // fixed random batches, what one training step does: forward, backward, clip the global
-// gradient norm, warmup-cosine lr, AdamW. It does this twice from the same weights: with
+// gradient norm, warmup-cosine lr, AdamW (with --optimizer=muon: Muon for the blocks' matrices,
+// at the same lr, and AdamW for the rest, as the trainer runs them). It does this twice from the same weights: with
 // GPT<float> (the fast path: sgemm + Highway kernels) and with GPT<double> (the scalar twins,
 // started from the float weights widened exactly). Everything lands in one safetensors file:
 //
@@ -18,8 +19,9 @@
 //   f32.grad1.<name>, f32.grad2.<name>  the float run's gradients of steps 1 and 2 (before
 //                                   clipping): the reference replays its optimizer on them
 //   metadata: config, lr (JSON array of the S learning rates, in double), adamw (JSON of the
-//   float32 betas/eps/weight_decay, printed exactly), grad_clip, dropout_keys (JSON array of
-//   the S forward keys as decimal strings: the reference recomputes the dropout masks from them).
+//   float32 betas/eps/weight_decay, printed exactly), optimizer, muon_momentum, grad_clip,
+//   dropout_keys (JSON array of the S forward keys as decimal strings: the reference recomputes
+//   the dropout masks from them).
 #include <omp.h>
 #include <cblas.h>
 #include <nlohmann/json.hpp>
@@ -30,6 +32,7 @@
 #include "apps/flags.h"
 #include "lib/checkpoint.h"
 #include "lib/kernels/adamw.h"
+#include "lib/muon.h"
 #include "lib/optim.h"
 #include "lib/rng.h"
 #include "lib/schedule.h"
@@ -67,6 +70,8 @@ struct Run {
     std::vector<uint64_t> keys;       // (S) dropout keys
     std::vector<double> lrs;          // (S)
     AdamWConfig adamw;
+    OptimizerKind optimizer;
+    float muon_momentum;
     double grad_clip;
     std::string corrupt;              // a tensor name whose gradient is scaled by 1.01, or ""
 };
@@ -90,17 +95,19 @@ void corrupt_gradient(GPT<real>& model, const std::string& name) {
     fail("--corrupt_grad: no tensor '{}' in this config", name);
 }
 
-// The float run: the library's own clip_grad_norm and adamw_step, as Trainer::step uses them.
-void optimizer_step(GPT<float>& model, float* m, float* v, const std::vector<ParamSpan>& spans,
+// The float run: the library's own clip_grad_norm, adamw_step and Muon, as Trainer::step uses them.
+void optimizer_step(GPT<float>& model, float* m, float* v, const std::vector<ParamSpan>& spans, Muon<float>& muon,
                     const Run& run, int s, double* norm) {
     *norm = clip_grad_norm(model.grads_memory.data(), model.num_parameters, run.grad_clip);
     adamw_step(model.params_memory.data(), model.grads_memory.data(), m, v, spans, float(run.lrs[s]),
                run.adamw, s + 1);
+    muon.step(model.params_memory.data(), model.grads_memory.data(), m, run.lrs[s], run.adamw.weight_decay,
+              run.muon_momentum);
 }
 
-// The double run: the same two operations in double (clip_grad_norm's formula, and AdamW's
-// scalar twin with every scalar widened from the same float config).
-void optimizer_step(GPT<double>& model, double* m, double* v, const std::vector<ParamSpan>& spans,
+// The double run: the same operations in double (clip_grad_norm's formula, AdamW's scalar twin
+// with every scalar widened from the same float config, Muon<double>).
+void optimizer_step(GPT<double>& model, double* m, double* v, const std::vector<ParamSpan>& spans, Muon<double>& muon,
                     const Run& run, int s, double* norm) {
     double* g = model.grads_memory.data();
     double sum = 0;
@@ -116,6 +123,7 @@ void optimizer_step(GPT<double>& model, double* m, double* v, const std::vector<
         adamw_update_scalar<double>(model.params_memory.data() + p.offset, g + p.offset, m + p.offset,
                                     v + p.offset, p.size, run.lrs[s], a.beta1, a.beta2, a.eps,
                                     p.decays ? a.weight_decay : 0.0, bc1, bc2);
+    muon.step(model.params_memory.data(), g, m, run.lrs[s], a.weight_decay, run.muon_momentum);
 }
 
 template <typename real>
@@ -123,8 +131,10 @@ Result run_steps(GPT<real>& model, const Run& run) {
     Result r;
     const size_t P = model.num_parameters, BT = size_t(run.B) * run.T;
     std::vector<real> m(P, real(0)), v(P, real(0));
-    std::vector<ParamSpan> spans;
-    for (const TensorSpec& t : model.table) spans.push_back({t.offset, t.shape.numel(), t.decays});
+    OptimizerGroups groups = optimizer_groups(model.table, run.optimizer);
+    const std::vector<ParamSpan> spans = std::move(groups.adamw);
+    Muon<real> muon;
+    muon.build(groups.muon);
     const bool training = model.config.dropout > 0.0f;
     for (int s = 0; s < kSteps; s++) {
         gpt_zero_grad(model);
@@ -140,7 +150,7 @@ Result run_steps(GPT<real>& model, const Run& run) {
             grads[t.name].assign(g, g + t.shape.numel());
         }
         double norm = 0;
-        optimizer_step(model, m.data(), v.data(), spans, run, s, &norm);
+        optimizer_step(model, m.data(), v.data(), spans, muon, run, s, &norm);
         r.grad_norm.push_back(norm);
     }
     for (const TensorSpec& t : model.table) {
@@ -158,7 +168,8 @@ int main(int argc, char** argv) {
     CLI::App app{"handgrad crosscheck: reference data for the PyTorch parity check"};
     ModelFlags model_flags;
     model_flags.add(app);
-    std::string ckpt_path, out_path, corrupt;
+    std::string ckpt_path, out_path, corrupt, optimizer = "adamw";
+    float muon_momentum = 0.95f;
     int B = 2, T = 0, threads = 0;
     uint64_t seed = 1234;
     LrSchedule schedule{1e-3, 1e-4, 1, 4, true};  // steps 0, 1, 2: warmup, peak, cosine
@@ -178,6 +189,8 @@ int main(int argc, char** argv) {
     app.add_option("--eps", adamw.eps)->capture_default_str();
     app.add_option("--weight_decay", adamw.weight_decay)->capture_default_str();
     app.add_option("--grad_clip", grad_clip, "0 disables")->capture_default_str();
+    app.add_option("--optimizer", optimizer, "adamw | muon (Muon's lr: learning_rate)")->capture_default_str();
+    app.add_option("--muon_momentum", muon_momentum)->capture_default_str();
     app.add_option("--corrupt_grad", corrupt, "scale this tensor's gradient by 1.01 (the check must fail)");
     app.add_option("--threads", threads);
     return run_app(app, argc, argv, [&] {
@@ -207,7 +220,9 @@ int main(int argc, char** argv) {
             idx[i] = int(rng.below(config.vocab_size));
             targets[i] = int(rng.below(config.vocab_size));
         }
-        Run run{B, T, &idx, &targets, {}, {}, adamw, grad_clip, corrupt};
+        const MuonConfig muon{0, muon_momentum, 0};
+        muon.validate();
+        Run run{B, T, &idx, &targets, {}, {}, adamw, parse_optimizer(optimizer), muon_momentum, grad_clip, corrupt};
         for (int s = 0; s < kSteps; s++) {
             run.keys.push_back(mix64(seed ^ mix64(uint64_t(s) + 0x64726f70ULL)));  // "drop"
             run.lrs.push_back(lr_at(schedule, s));
@@ -252,6 +267,8 @@ int main(int argc, char** argv) {
         w.set_metadata("lr", nlohmann::json(run.lrs).dump());
         w.set_metadata("adamw", fmt::format(R"({{"beta1": {:.9g}, "beta2": {:.9g}, "eps": {:.9g}, "weight_decay": {:.9g}}})",
                                             adamw.beta1, adamw.beta2, adamw.eps, adamw.weight_decay));
+        w.set_metadata("optimizer", to_string(run.optimizer));
+        w.set_metadata("muon_momentum", fmt::format("{:.9g}", muon_momentum));
         w.set_metadata("grad_clip", fmt::format("{:.17g}", grad_clip));
         w.set_metadata("dropout_keys", keys.dump());
         w.set_metadata("corrupt_grad", corrupt);

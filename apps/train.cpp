@@ -93,7 +93,7 @@ struct Printer : RunObserver {
 struct TrainFlags {
     TrainConfig tc, preset_tc;  // a preset sets the training defaults too (train_preset)
     std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
-    std::string batch_threads = "auto", lr_decay, lr_replans;
+    std::string batch_threads = "auto", lr_decay, lr_replans, optimizer;
     TokenizerFlags tokenizer;
     int threads = 0;
     bool always_save_checkpoint = true;
@@ -101,6 +101,7 @@ struct TrainFlags {
 
     explicit TrainFlags(const std::string& preset) : tc(train_preset(preset)), preset_tc(tc) {
         lr_decay = to_string(tc.schedule.decay);
+        optimizer = to_string(tc.optimizer);
     }
     void add(CLI::App& app) {
         o_decay = app.add_option("--lr_decay_iters", tc.schedule.lr_decay_iters, "default: max_iters");
@@ -125,6 +126,12 @@ struct TrainFlags {
         app.add_option("--weight_decay", tc.adamw.weight_decay)->capture_default_str();
         app.add_option("--eps", tc.adamw.eps, "AdamW's epsilon")->capture_default_str();
         app.add_option("--grad_clip", tc.grad_clip, "0 disables")->capture_default_str();
+        app.add_option("--optimizer", optimizer, "adamw | muon (Muon for the blocks' matrices, AdamW for the rest)")
+            ->capture_default_str();
+        app.add_option("--muon_lr", tc.muon.lr, "Muon's peak lr, on the lr schedule; 0: learning_rate")->capture_default_str();
+        app.add_option("--muon_momentum", tc.muon.momentum)->capture_default_str();
+        app.add_option("--muon_momentum_warmup", tc.muon.momentum_warmup,
+                       "steps over which Muon's momentum ramps up from 0.85; 0: none")->capture_default_str();
         app.add_option("--eval_interval", tc.eval_interval)->capture_default_str();
         app.add_option("--eval_iters", tc.eval_iters)->capture_default_str();
         app.add_option("--log_interval", tc.log_interval)->capture_default_str();
@@ -148,6 +155,7 @@ struct TrainFlags {
         TrainConfig c = tc;
         c.schedule.decay = parse_lr_decay(lr_decay);
         c.schedule.replans = parse_replans(lr_replans);
+        c.optimizer = parse_optimizer(optimizer);
         if (o_max_iters->count() && !o_budget->count()) c.time_budget = 0;
         check(!(o_max_iters->count() && o_budget->count() && c.time_budget > 0),
               "give --max_iters or --time_budget, not both (the budget decides the iterations)");
@@ -224,6 +232,7 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
                tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",
                                                   tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
                simd_current_target());
+    fmt::print("{}", describe_optimizer(trainer.model.table, tc.optimizer, tc.muon, tc.adamw));
     if (choice) fmt::print("batch threads: {} (auto: {})\n", choice->batch_threads, choice->why);
     if (dist.size > 1)
         fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",

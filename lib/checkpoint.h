@@ -15,7 +15,8 @@
 //   and for resuming: adam_step, rng_batch (the batch sampler's state), train_config (JSON:
 //   the TrainConfig, train_config.h, with the app's settings beside it),
 //   world_size (the number of MPI ranks; absent = 1)
-// AdamW's moments are tensors optim.m.<name> and optim.v.<name>, one pair per parameter.
+// AdamW's moments are tensors optim.m.<name> and optim.v.<name>, one pair per parameter (under
+// Muon, a Muon matrix's optim.m is its momentum and its optim.v stays 0: muon.h).
 // Everything is in one file so that one atomic rename replaces all of it at once.
 #pragma once
 #include <cstdint>

@@ -28,6 +28,7 @@ void TrainConfig::validate() const {
     check(std::isfinite(adamw.eps) && adamw.eps > 0, "eps must be a finite number > 0 (got {})", adamw.eps);
     check(std::isfinite(adamw.weight_decay) && adamw.weight_decay >= 0, "weight_decay must be >= 0 (got {})",
           adamw.weight_decay);
+    muon.validate();
     check(std::isfinite(time_budget) && time_budget >= 0, "time_budget must be >= 0 seconds (got {})", time_budget);
     hg::validate(schedule);
 }
@@ -64,6 +65,8 @@ std::string train_config_to_json(const TrainConfig& c, const std::string& extra)
                   {"lr_decay_iters", s.lr_decay_iters}, {"decay_lr", s.decay_lr}, {"lr_decay", to_string(s.decay)},
                   {"lr_replans", to_string(s.replans)}, {"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2},
                   {"eps", c.adamw.eps}, {"weight_decay", c.adamw.weight_decay}, {"grad_clip", c.grad_clip},
+                  {"optimizer", to_string(c.optimizer)}, {"muon_lr", c.muon.lr}, {"muon_momentum", c.muon.momentum},
+                  {"muon_momentum_warmup", c.muon.momentum_warmup},
                   {"seed", c.seed}, {"time_budget", c.time_budget}});
     return j.dump();
 }
@@ -92,6 +95,12 @@ TrainConfig train_config_from_json(const std::string& text, TrainConfig c) {
     get("beta1", c.adamw.beta1), get("beta2", c.adamw.beta2), get("eps", c.adamw.eps);
     get("weight_decay", c.adamw.weight_decay), get("grad_clip", c.grad_clip), get("seed", c.seed);
     get("time_budget", c.time_budget);
+    if (j.contains("optimizer")) {
+        get("optimizer", text_value);
+        c.optimizer = parse_optimizer(text_value);
+    }
+    get("muon_lr", c.muon.lr), get("muon_momentum", c.muon.momentum);
+    get("muon_momentum_warmup", c.muon.momentum_warmup);
     return c;
 }
 

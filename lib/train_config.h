@@ -1,10 +1,11 @@
 // train_config.h — how to train (as opposed to what the model is, config.h): the batch, the
-// iterations, the learning-rate schedule, AdamW, clipping, the seed, the time budget; the
-// training presets; and the JSON a checkpoint records them in.
+// iterations, the learning-rate schedule, the optimizer (AdamW or Muon), clipping, the seed, the
+// time budget; the training presets; and the JSON a checkpoint records them in.
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "lib/muon.h"
 #include "lib/optim.h"
 #include "lib/schedule.h"
 
@@ -20,6 +21,8 @@ struct TrainConfig {
     int log_interval = 10;
     LrSchedule schedule{1e-3, 1e-4, 100, 2000, true};
     AdamWConfig adamw{0.9f, 0.99f, 1e-8f, 0.1f};
+    OptimizerKind optimizer = OptimizerKind::AdamW;  // muon: Muon for the blocks' matrices, AdamW for the rest (muon.h)
+    MuonConfig muon;
     double grad_clip = 1.0;  // 0 disables
     uint64_t seed = 1337;
     double time_budget = 0;  // seconds of training (evaluation excluded); 0: train max_iters

@@ -56,8 +56,9 @@ void Trainer::allocate(const GPTConfig& config) {
     thread_loss.assign(cfg.batch_threads, 0.0);
     m.allocate(model.num_parameters);
     v.allocate(model.num_parameters);
-    spans.clear();
-    for (const TensorSpec& t : model.table) spans.push_back({t.offset, t.shape.numel(), t.decays});
+    OptimizerGroups groups = optimizer_groups(model.table, cfg.optimizer);
+    spans = std::move(groups.adamw);
+    muon.build(groups.muon);
     batch.allocate(2 * size_t(cfg.batch_size) * config.block_size);
 }
 
@@ -88,7 +89,11 @@ void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::
     allocate(ck.config);
     ck.read_weights(model);
     ck.read_optimizer(model, m.data(), v.data());
-    tokenizer = ck.tokenizer, vocab = ck.vocab;
+    const OptimizerKind saved = train_config_from_json(ck.progress.train_config).optimizer;  // absent: adamw
+    check(saved == cfg.optimizer, "the checkpoint was trained with --optimizer={} and this run asks for {}: "
+          "the moments it holds belong to that optimizer", to_string(saved), to_string(cfg.optimizer));
+    tokenizer = ck.tokenizer;
+    vocab = ck.vocab;
     train_ids = &train_ids_, val_ids = &val_ids_;
     check(ck.progress.world_size == dist.size,
           "the checkpoint was written by a run on {} rank(s) and this run has {}: resume it with "
@@ -151,10 +156,18 @@ StepResult Trainer::step() {
     progress.adam_step += 1;
     adamw_step(model.params_memory.data(), model.grads_memory.data(), m.data(), v.data(), spans, float(r.lr),
                cfg.adamw, progress.adam_step);
+    if (!muon.matrices.empty())
+        muon.step(model.params_memory.data(), model.grads_memory.data(), m.data(), muon_lr_at(r.lr),
+                  cfg.adamw.weight_decay, muon_momentum_at(cfg.muon, progress.iter_num));
     if (model.profile) model.profile->tick(Work::AdamW, true);
     progress.iter_num += 1;
     progress.rng_batch = batch_rng.state;
     return r;
+}
+
+double Trainer::muon_lr_at(double lr) const {
+    const double peak = cfg.schedule.learning_rate;
+    return cfg.muon.lr > 0 && peak > 0 ? cfg.muon.lr * (lr / peak) : lr;
 }
 
 // The iterations of `step_seconds` each that fit in `seconds`, 2 % kept in reserve.
@@ -242,7 +255,7 @@ void Trainer::save(const std::string& path) const {
 }
 
 size_t Trainer::state_floats() const {
-    return model.num_parameters * (3 + replicas.size() + 1);  // params, m, v; a gradient per replica
+    return model.num_parameters * (3 + replicas.size() + 1) + muon.scratch.size();  // params, m, v; a gradient per replica
 }
 
 size_t Trainer::activation_floats() const {

@@ -3,8 +3,8 @@
 //
 //   accumulate_gradient():  for each of K micro-batches: batch ← sampler, forward, backward
 //            with dloss = 1/K (so K micro-batches of B give the gradient of one batch of K·B);
-//   step():  accumulate_gradient(); clip the global gradient norm; lr ← lr_at(iter); AdamW;
-//            iter += 1.
+//   step():  accumulate_gradient(); clip the global gradient norm; lr ← lr_at(iter); AdamW
+//            (with --optimizer=muon: Muon for the blocks' matrices, AdamW for the rest); iter += 1.
 //
 // Across N processes (dist.h, mpirun -np N) each rank takes its own B rows of every
 // micro-batch, scales its backward by 1/(N·K), and the ranks sum the gradient arena before
@@ -60,8 +60,9 @@ struct StepResult {
 struct Trainer {
     TrainConfig cfg;
     GPT<float> model;
-    Arena<float> m, v;                 // AdamW moments, (P) each
-    std::vector<ParamSpan> spans;      // from the tensor table: offsets, sizes, decay flags
+    Arena<float> m, v;                 // AdamW moments, (P) each; m holds Muon's momentum for its matrices
+    std::vector<ParamSpan> spans;      // AdamW's tensors (all, or all but Muon's): offsets, sizes, decay flags
+    Muon<float> muon;                  // Muon's matrices and Newton–Schulz scratch (none with AdamW)
     std::string tokenizer = "char";    // "char" | "gpt2" (lib/tokenizer.h); set before start
     std::vector<std::string> vocab;    // the char tokenizer's (empty for gpt2)
     const std::vector<int>* train_ids = nullptr;
@@ -87,7 +88,8 @@ struct Trainer {
     void start_from(const Checkpoint& ck, const GPTConfig& config, const TrainConfig& train,
                     const std::vector<int>& train_ids, const std::vector<int>& val_ids);
     // A run resumed from a checkpoint (weights, moments, iteration, sampler state). The
-    // checkpoint must come from a run with the same number of ranks (hg::Error otherwise).
+    // checkpoint must come from a run with the same number of ranks and the same optimizer
+    // (hg::Error otherwise).
     void resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids,
                 const std::vector<int>& val_ids);
     // One step's gradient into model.grads_memory: that of the mean loss over the step's N·B·K
@@ -97,7 +99,7 @@ struct Trainer {
     // the mean loss.
     double accumulate_gradient();
     // One training step: accumulate_gradient, then (if the loss is finite on every rank) clip,
-    // AdamW at lr_at(iter), iter += 1. A non-finite loss returns at once, weights untouched.
+    // the optimizer at lr_at(iter) (Muon's group at muon_lr_at), iter += 1. A non-finite loss returns at once, weights untouched.
     StepResult step();
     // Times a few steps, then puts everything back (weights, moments, sampler, iteration), and
     // plans from their median (apply_budget_plan). The run that follows is then exactly the one
@@ -125,9 +127,11 @@ struct Trainer {
     // True when every rank holds bit-identical weights (a hash compared across ranks).
     bool ranks_agree() const;
 
+    // Muon's lr at the step that lr_at gives `lr` for: the same schedule, scaled to cfg.muon.lr.
+    double muon_lr_at(double lr) const;
     // The replica batch thread s runs: `model` itself for s = 0, replicas[s - 1] after.
     GPT<float>& replica(int s) { return s == 0 ? model : replicas[s - 1]; }
-    // Floats in the arenas: the weights, the two moments and every replica's gradients; and every
+    // Floats in the arenas: the weights, the two moments, Muon's scratch and every replica's gradients; and every
     // replica's activations and backward scratch.
     size_t state_floats() const;
     size_t activation_floats() const;

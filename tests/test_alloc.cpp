@@ -33,17 +33,20 @@ void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 using namespace hg;
 
-TEST_CASE("a training step allocates nothing on the heap (after the first)", "[train][alloc]") {
+TEST_CASE("a training step allocates nothing on the heap (after the first)", "[train][alloc][muon]") {
     GPTConfig c = preset("course");
     c.dropout = 0.1f;  // the dropout paths too
     std::vector<int> ids(5000);
     Rng rng(2);
     for (int& t : ids) t = int(rng.below(c.vocab_size));
     std::vector<std::string> vocab(c.vocab_size, "x");
-    for (int batch_threads : {1, 2}) {  // the whole model on every thread; a replica per thread
-        INFO("batch_threads " << batch_threads);
+    // the whole model on every thread; a replica per thread; Muon with its Newton–Schulz scratch
+    for (auto [batch_threads, optimizer] : {std::pair{1, OptimizerKind::AdamW}, std::pair{2, OptimizerKind::AdamW},
+                                            std::pair{1, OptimizerKind::Muon}}) {
+        INFO("batch_threads " << batch_threads << ", " << to_string(optimizer));
         TrainConfig tc;
         tc.batch_size = 4, tc.batch_threads = batch_threads, tc.gradient_accumulation_steps = 2;
+        tc.optimizer = optimizer, tc.muon.momentum_warmup = 5;
         tc.schedule = LrSchedule{1e-3, 1e-4, 2, 10, true};
         Trainer tr;
         tr.start(c, tc, vocab, ids, ids);

@@ -31,7 +31,7 @@ static std::string corpus() {
 // A tiny model so each run takes well under a second.
 static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
 
-TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line", "[apps][errors]") {
+TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line", "[apps][errors][muon]") {
     TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string base = bin("train") + kTiny + " --out_dir=" + (tmp.path / "out").string();
@@ -42,6 +42,10 @@ TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line
     expect_error(run(base + " --data=" + data + " --init_from=gpt2"), "init_from");
     expect_error(run(base + " --data=" + data + " --no_such_flag=1"), "no_such_flag");
     expect_error(run(base + " --data=" + data + " --n_layer=two"), "n_layer");
+    expect_error(run(base + " --data=" + data + " --optimizer=sgd"), "adamw or muon");
+    expect_error(run(base + " --data=" + data + " --optimizer=muon --muon_momentum=1"), "muon_momentum");
+    expect_error(run(base + " --data=" + data + " --optimizer=muon --muon_lr=-0.1"), "muon_lr");
+    expect_error(run(base + " --data=" + data + " --muon_momentum_warmup=-5"), "muon_momentum_warmup");
     expect_error(run(base + " --data=" + (tmp.path / "missing.txt").string()), "missing.txt");
     expect_error(run(base + " --data=" + write_file(tmp.path / "empty.txt", "")), "empty");
     expect_error(run(base + " --data=" + write_file(tmp.path / "short.txt", "abcdefghij")), "block_size");
@@ -133,6 +137,28 @@ TEST_CASE("sample with and without the KV cache prints the same text; --kv_cache
     expect_error(run(bin("sample") + " --out_dir=" + a + " --kv_cache=yes"), "--kv_cache");
     expect_error(run(bin("bench_sample") + " --preset=course --kv_cache=3"), "--kv_cache must be 0 or 1");
     expect_error(run(bin("bench_sample") + " --preset=course --max_new_tokens=0"), "--max_new_tokens");
+}
+
+TEST_CASE("train --optimizer=muon prints its groups and resumes exactly through the app", "[apps][muon][resume]") {
+    TempDir tmp("handgrad-apps");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
+    const std::string common = kTiny + " --data=" + data + " --optimizer=muon --muon_lr=0.01 --muon_momentum_warmup=4" +
+                               " --lr_decay_iters=8 --eval_interval=4 --log_interval=4";
+    Run straight = run(bin("train") + common + " --max_iters=8 --out_dir=" + a);
+    INFO(straight.output);
+    REQUIRE(straight.status == 0);
+    // 1 layer: c_attn (48, 16), c_proj (16, 16), c_fc (64, 16), c_proj (16, 64) = 3072 numbers
+    CHECK(straight.output.find("optimizer: muon") != std::string::npos);
+    CHECK(straight.output.find("muon:  4 tensors, 3072 parameters") != std::string::npos);
+    CHECK(straight.output.find("adamw: ") != std::string::npos);
+    REQUIRE(run(bin("train") + common + " --max_iters=4 --out_dir=" + b).status == 0);
+    Run resumed = run(bin("train") + common + " --max_iters=8 --init_from=resume --out_dir=" + b);
+    INFO(resumed.output);
+    REQUIRE(resumed.status == 0);
+    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 0);
+    expect_error(run(bin("train") + kTiny + " --data=" + data + " --max_iters=9 --init_from=resume --out_dir=" + b),
+                 "--optimizer=muon");
 }
 
 TEST_CASE("a non-finite loss stops training and keeps the last good checkpoint", "[apps][nan]") {

@@ -19,6 +19,7 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     c.eval_iters = 5, c.log_interval = 9, c.grad_clip = 0.5, c.seed = 0xfeedfacecafeULL, c.time_budget = 61.5;
     c.schedule.decay_lr = false, c.schedule.replans = {{250, 1200}, {400, 1180}};
     c.adamw.beta1 = 0.8f, c.adamw.beta2 = 0.9f, c.adamw.eps = 1e-6f;
+    c.optimizer = OptimizerKind::Muon, c.muon.lr = 0.004f, c.muon.momentum = 0.9f, c.muon.momentum_warmup = 30;
     const std::string j = train_config_to_json(c, R"({"data": "input.txt", "threads": 2})");
     const TrainConfig back = train_config_from_json(j);
     CHECK(train_config_to_json(back) == train_config_to_json(c));
@@ -27,6 +28,8 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     CHECK(back.schedule.replans[1].end == 1180);
     CHECK(back.schedule.decay == LrDecay::Linear);
     CHECK(back.adamw.weight_decay == c.adamw.weight_decay);
+    CHECK(back.optimizer == OptimizerKind::Muon);
+    CHECK(back.muon.momentum_warmup == 30);
     const auto parsed = nlohmann::json::parse(j);
     CHECK(parsed["data"] == "input.txt");
     CHECK(parsed["threads"] == 2);
@@ -45,6 +48,7 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     REQUIRE_THROWS_WITH(train_config_from_json(R"({"batch_size": "twelve"})"), Catch::Contains("batch_size"));
     REQUIRE_THROWS_WITH(train_config_from_json(R"({"lr_decay": "exp"})"), Catch::Contains("exp"));
     REQUIRE_THROWS_WITH(train_config_from_json(R"({"lr_replans": "5-10"})"), Catch::Contains("ITER:END"));
+    REQUIRE_THROWS_WITH(train_config_from_json(R"({"optimizer": "sgd"})"), Catch::Contains("sgd"));
     REQUIRE_THROWS_WITH(train_config_from_json("[1, 2]"), Catch::Contains("not a JSON object"));
     REQUIRE_THROWS_WITH(train_config_from_json("not json"), Catch::Contains("not a JSON object"));
     REQUIRE_THROWS_AS(train_config_to_json(c, "[]"), Error);

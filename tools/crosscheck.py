@@ -4,7 +4,8 @@
   crosscheck.py params --dir DIR NAME...   for each NAME, DIR/NAME.ckpt.safetensors (the initial
                                            model) and DIR/NAME.dump.safetensors (build/crosscheck's
                                            reference data): logits, loss, every gradient, the
-                                           weights after 3 AdamW steps, in float32 and float64
+                                           weights after 3 AdamW (or Muon) steps, in float32 and
+                                           float64
   crosscheck.py eval --ckpt C --data F     build/eval's whole-split loss against the reference's
   crosscheck.py sample --pt P --ckpt C     build/sample --temperature=0 against greedy decoding of
                                            the PyTorch model in P (a nanoGPT-format ckpt.pt)
@@ -22,8 +23,8 @@ element's error measured on the scale of the tensor (an elementwise |a−b|/|b| 
 entries that are ~0 by chance, which every gradient has). Scalars (loss, grad norm): |a−b|/|b|.
 
 Tolerances (TOL below; measured values in docs/pytorch-parity.md):
-  float32  logits, loss, grad norm: 1e-5;  gradients: 1e-4;  PyTorch's clipping + AdamW replayed
-           on handgrad's gradients: 1e-6 (the float32 weights after 3 steps are printed only)
+  float32  logits, loss, grad norm: 1e-5;  gradients: 1e-4;  PyTorch's clipping + AdamW (+ Muon)
+           replayed on handgrad's gradients: 1e-6 (the float32 weights after 3 steps are printed only)
   float64  logits, loss: 1e-13;  grad norm, gradients: 1e-12;  weights after 3 steps: 1e-10
 The float32 bounds cover a different summation order in two BLAS libraries (OpenBLAS against
 PyTorch's), a few ulps per layer; float64 shows the math is the same to ~1e-15.
@@ -50,6 +51,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_gpt2  # noqa: E402
 import safetensors_io  # noqa: E402
+import muon_reference  # noqa: E402
 import torch_gpt  # noqa: E402
 
 TOL = {
@@ -72,29 +74,38 @@ def k_bias_slice(name, C):
 
 
 def make_optimizer(params, meta):
-    """torch.optim.AdamW as handgrad's trainer runs it: weight decay on 2-D tensors only (nanoGPT),
-    betas/eps/weight_decay the float32 values handgrad used, exactly."""
+    """The optimizers as handgrad's trainer runs them, as a list: torch.optim.AdamW with weight
+    decay on 2-D tensors only (nanoGPT), betas/eps/weight_decay the float32 values handgrad used,
+    exactly; with optimizer "muon", tools/muon_reference.py's Muon for the blocks' matrices (same
+    lr and weight decay) and AdamW for the rest."""
     adamw = json.loads(meta["adamw"])
     f32 = lambda x: float(np.float32(x))
-    decay = [p for _, p in params if p.dim() >= 2]
-    no_decay = [p for _, p in params if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": f32(adamw["weight_decay"])},
-                              {"params": no_decay, "weight_decay": 0.0}],
-                             lr=json.loads(meta["lr"])[0], betas=(f32(adamw["beta1"]), f32(adamw["beta2"])),
-                             eps=f32(adamw["eps"]))
+    lr = json.loads(meta["lr"])[0]
+    muon = [p for n, p in params if meta.get("optimizer") == "muon" and muon_reference.is_muon_parameter(n, p)]
+    rest = [p for _, p in params if not any(p is q for q in muon)]
+    decay = [p for p in rest if p.dim() >= 2]
+    no_decay = [p for p in rest if p.dim() < 2]
+    opts = [torch.optim.AdamW([{"params": decay, "weight_decay": f32(adamw["weight_decay"])},
+                               {"params": no_decay, "weight_decay": 0.0}],
+                              lr=lr, betas=(f32(adamw["beta1"]), f32(adamw["beta2"])), eps=f32(adamw["eps"]))]
+    if muon:
+        opts.append(muon_reference.Muon(muon, lr=lr, momentum=f32(meta["muon_momentum"]),
+                                        weight_decay=f32(adamw["weight_decay"])))
+    return opts
 
 
-def optimizer_step(params, opt, meta, s):
-    """clip_grad_norm_, the step's learning rate (handgrad's warmup-cosine value), AdamW.step()."""
+def optimizer_step(params, opts, meta, s):
+    """clip_grad_norm_, the step's learning rate (handgrad's warmup-cosine value), each optimizer's step()."""
     grad_clip = float(meta["grad_clip"])
     grads = [p for _, p in params]
     if grad_clip > 0:
         norm = torch.nn.utils.clip_grad_norm_(grads, grad_clip)
     else:
         norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in grads))
-    for g in opt.param_groups:
-        g["lr"] = json.loads(meta["lr"])[s]
-    opt.step()
+    for opt in opts:
+        for g in opt.param_groups:
+            g["lr"] = json.loads(meta["lr"])[s]
+        opt.step()
     return float(norm)
 
 
@@ -112,7 +123,8 @@ def run_reference(ckpt, dump, meta, dtype):
         idx = torch.from_numpy(dump["idx"][s]).long()
         targets = torch.from_numpy(dump["targets"][s]).long()
         model.set_dropout_key(keys[s])
-        opt.zero_grad(set_to_none=True)
+        for o in opt:
+            o.zero_grad(set_to_none=True)
         logits, loss = model(idx, targets)
         loss.backward()
         out["loss"].append(loss.item())
@@ -155,7 +167,7 @@ def check_params(args):
         print(f"\n== {name}: layout {c['bias_layout']}, {'tied' if c['tie_weights'] else 'untied'}, "
               f"{c['pos_encoding']} positions, gelu {c['gelu']}, dropout {c['dropout']:g}; "
               f"L={c['n_layer']} NH={c['n_head']} C={C} V={c['vocab_size']}, {nparams:,} parameters; "
-              f"B={B} T={T}" + (f"; CORRUPTED: {meta['corrupt_grad']}" if meta.get("corrupt_grad") else ""))
+              f"B={B} T={T}; optimizer {meta.get('optimizer', 'adamw')}" + (f"; CORRUPTED: {meta['corrupt_grad']}" if meta.get("corrupt_grad") else ""))
         print(f"   {'tensor':<40} " + " ".join(f"{h:>11}" for h in
               ("grad f32", "grad f64", "opt replay", "3 steps f32", "3 steps f64")))
 
@@ -321,7 +333,8 @@ def make_nanogpt(args):
         x = torch.stack([data[i:i + T] for i in ix])
         y = torch.stack([data[i + 1:i + T + 1] for i in ix])
         _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
+        for o in opt:
+            o.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
     os.makedirs(args.out, exist_ok=True)

@@ -52,8 +52,20 @@ CANDIDATES = [
     ("heads2", "2 heads of 64 (fewer, larger attention products)", {"n_head": 2}),
     ("warmup50", "warmup 50 iterations", {"warmup_iters": 50}),
     ("beta2_0.95", "beta2 0.95", {"beta2": 0.95}),
+    # Muon (lib/muon.h) for the blocks' matrices, AdamW for the rest; its lr is on AdamW's scale
+    # (the shape rule gives its updates AdamW's RMS) and follows the same schedule.
+    ("muon", "Muon at the AdamW lr (3e-3)", {"optimizer": "muon"}),
+    ("muon_lr1e-2", "Muon, its lr 1e-2", {"optimizer": "muon", "muon_lr": 1e-2}),
+    ("muon_lr2e-2", "Muon, its lr 2e-2", {"optimizer": "muon", "muon_lr": 2e-2}),
+    ("muon_lr5e-3", "Muon, its lr 5e-3", {"optimizer": "muon", "muon_lr": 5e-3}),
+    ("muon_mom0.9", "Muon lr 1e-2, momentum 0.9", {"optimizer": "muon", "muon_lr": 1e-2, "muon_momentum": 0.9}),
+    ("muon_momwarm", "Muon lr 1e-2, momentum ramped from 0.85 over 300 steps",
+     {"optimizer": "muon", "muon_lr": 1e-2, "muon_momentum_warmup": 300}),
+    ("muon_wd0.1", "Muon lr 1e-2, weight decay 0.1", {"optimizer": "muon", "muon_lr": 1e-2, "weight_decay": 0.1}),
 ]
 
+# Training flags that change the step's time: the batch, and the optimizer (Muon's Newton–Schulz).
+STEP_FLAGS = {"batch_size", "optimizer"}
 MODEL_FLAGS = {"n_layer", "n_head", "n_embd", "block_size", "dropout", "gelu", "tie_weights", "bias_layout", "pos",
                "init", "bias"}
 
@@ -64,7 +76,7 @@ def flag_list(flags):
 
 def step_ms(flags, threads):
     """Median ms per training step on `threads` threads, from build/bench."""
-    bench_flags = {k: v for k, v in flags.items() if k in MODEL_FLAGS or k == "batch_size"}
+    bench_flags = {k: v for k, v in flags.items() if k in MODEL_FLAGS or k in STEP_FLAGS}
     cmd = [f"{BIN}/bench", "--preset=speedrun", "--json", "--steps=20", f"--threads={threads}"] + flag_list(bench_flags)
     if "batch_size" not in bench_flags:
         cmd.append("--batch_size=16")  # the preset's training batch (bench's default is the course's 12)
@@ -78,7 +90,7 @@ def train_and_eval(name, flags, iters, out_root):
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
     cmd = [f"{BIN}/train", "--preset=speedrun", f"--data={DATA}", f"--out_dir={out_dir}", "--time_budget=0",
            f"--max_iters={iters}", "--eval_interval=1000000", "--eval_iters=5", "--log_interval=500",
-           "--threads=1"] + flag_list(flags)
+           "--threads=1", "--batch_threads=1"] + flag_list(flags)
     with open(os.path.join(out_dir, "train.log"), "w") as log:
         subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
     ev = subprocess.run([f"{BIN}/eval", f"--ckpt={out_dir}/ckpt.safetensors", f"--data={DATA}", "--split=val",
@@ -116,7 +128,7 @@ def main():
         if args.iters:
             speed[name] = 0.98 * args.budget * 1000 / args.iters  # the step time those iterations imply
             continue
-        shape = tuple(sorted((k, str(v)) for k, v in flags.items() if k in MODEL_FLAGS or k == "batch_size"))
+        shape = tuple(sorted((k, str(v)) for k, v in flags.items() if k in MODEL_FLAGS or k in STEP_FLAGS))
         if shape not in timed:
             timed[shape] = step_ms(flags, args.threads)
         speed[name] = timed[shape]
