@@ -97,15 +97,13 @@ double Trainer::accumulate_gradient() {
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
     if (model.profile) model.profile->restart();
-    for (int s = 0; s < R; s++) {
-        gpt_zero_grad(replica(s));
-        thread_loss[s] = 0;
-    }
+    for (int s = 0; s < R; s++) thread_loss[s] = 0;
     for (int k = 0; k < K; k++) {
         sample_rank_rows(idx, targets, *train_ids, B, T, batch_rng, dist, "train");
         if (model.profile) model.profile->tick(Work::Other, false);
         const uint64_t step_key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
         for_each_batch_thread(R, [&](int s) {
+            if (k == 0) gpt_zero_grad(replica(s));  // each batch thread its own, side by side
             // batch thread s of rank r is batch thread r·R + s of all N·R: its rows, its own dropout masks
             const uint64_t thread = uint64_t(dist.rank) * R + s;
             const uint64_t key = thread > 0 ? mix64(step_key ^ thread) : step_key;
@@ -139,11 +137,12 @@ StepResult Trainer::step() {
     StepResult r;
     r.loss = accumulate_gradient();
     if (!std::isfinite(r.loss)) return r;  // the caller stops; the weights are not touched
-    r.grad_norm = clip_grad_norm(model.grads_memory.data(), model.num_parameters, cfg.grad_clip);
+    // Clipping's factor goes into AdamW's pass (the gradient itself is left unscaled).
+    r.grad_norm = grad_global_norm(model.grads_memory.data(), model.num_parameters);
     r.lr = lr_at(cfg.schedule, progress.iter_num);
     progress.adam_step += 1;
     adamw_step(model.params_memory.data(), model.grads_memory.data(), m.data(), v.data(), spans, float(r.lr),
-               cfg.adamw, progress.adam_step);
+               cfg.adamw, progress.adam_step, clip_scale(r.grad_norm, cfg.grad_clip));
     if (model.profile) model.profile->tick(Work::AdamW, true);
     progress.iter_num += 1;
     progress.rng_batch = batch_rng.state;
