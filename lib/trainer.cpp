@@ -111,6 +111,7 @@ double Trainer::accumulate_gradient() {
             thread_loss[s] += gpt_forward(replica(s), idx + at, targets + at, rows, T, ForwardMode{true, key}) / K;
             gpt_backward(replica(s), 1.0f / (float(K) * N * R));  // the mean over N·R batch threads × K micro-batches
         });
+        if (model.profile && R > 1) model.profile->tick(Work::Wait, true);  // replica 0 idle until the others finish
     }
     if (R > 1) {  // the replicas' gradients into the model's, in a fixed order (for R = 2: a + b, an MPI sum's bits)
         const size_t P = model.num_parameters, chunk = 1 << 14;
