@@ -95,14 +95,14 @@ void corrupt_gradient(GPT<real>& model, const std::string& name) {
     fail("--corrupt_grad: no tensor '{}' in this config", name);
 }
 
-// The float run: the library's own clip_grad_norm, adamw_step and Muon, as Trainer::step uses them.
+// The float run: the library's own norm, clip factor, adamw_step and Muon, as Trainer::step uses them.
 void optimizer_step(GPT<float>& model, float* m, float* v, const std::vector<ParamSpan>& spans, Muon<float>& muon,
                     const Run& run, int s, double* norm) {
-    *norm = clip_grad_norm(model.grads_memory.data(), model.num_parameters, run.grad_clip);
+    *norm = grad_global_norm(model.grads_memory.data(), model.num_parameters);
     adamw_step(model.params_memory.data(), model.grads_memory.data(), m, v, spans, float(run.lrs[s]),
-               run.adamw, s + 1);
+               run.adamw, s + 1, clip_scale(*norm, run.grad_clip));
     muon.step(model.params_memory.data(), model.grads_memory.data(), m, run.lrs[s], run.adamw.weight_decay,
-              run.muon_momentum);
+              run.muon_momentum, {}, clip_scale(*norm, run.grad_clip));
 }
 
 // The double run: the same operations in double (clip_grad_norm's formula, AdamW's scalar twin
@@ -122,7 +122,7 @@ void optimizer_step(GPT<double>& model, double* m, double* v, const std::vector<
     for (const ParamSpan& p : spans)
         adamw_update_scalar<double>(model.params_memory.data() + p.offset, g + p.offset, m + p.offset,
                                     v + p.offset, p.size, run.lrs[s], a.beta1, a.beta2, a.eps,
-                                    p.decays ? a.weight_decay : 0.0, bc1, bc2);
+                                    p.decays ? a.weight_decay : 0.0, bc1, bc2, 1.0);
     muon.step(model.params_memory.data(), g, m, run.lrs[s], a.weight_decay, run.muon_momentum);
 }
 

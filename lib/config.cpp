@@ -40,11 +40,13 @@ int GPTConfig::mlp_hidden() const { return mlp == MlpKind::SwiGLU ? swiglu_hidde
 static const std::vector<std::pair<std::string, GPTConfig>>& presets() {
     static const std::vector<std::pair<std::string, GPTConfig>> table = [] {
         std::vector<std::pair<std::string, GPTConfig>> t;
-        // V=65, block 64, L=4, H=4, C=128, no Q/K/V bias, untied, learned positions
+        // V=65, block 64, L=4, H=4, C=128, untied, learned positions. Bias layout Course (no
+        // Q/K/V bias, biases everywhere else): the course's own model, so its numbers
+        // (docs/course-numbers.md) are this preset's; nanoGPT's bias=False is --bias=False.
         t.push_back({"course", GPTConfig{}});
-        GPTConfig c;  // nanoGPT's baby GPT (config/train_shakespeare_char.py)
+        GPTConfig c;  // nanoGPT's baby GPT (config/train_shakespeare_char.py), which keeps
         c.block_size = 256, c.n_layer = 6, c.n_head = 6, c.n_embd = 384, c.dropout = 0.2f;
-        c.bias = BiasLayout::GPT2, c.tie_weights = true;
+        c.bias = BiasLayout::None, c.tie_weights = true;  // train.py's default bias=False
         t.push_back({"shakespeare-char", c});
         c = GPTConfig{};  // the ten-minute recipe's model (tools/speedrun_search.py): L4 H4 C128, untied
         c.block_size = 128, c.dropout = 0.0f, c.gelu = GeluKind::Tanh;

@@ -152,8 +152,8 @@ void Muon<real>::build(const std::vector<MuonMatrix>& m) {
 
 template <typename real>
 void Muon<real>::step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
-                      const NsCoefficients& k) {
-    const real r_mu = real(mu);
+                      const NsCoefficients& k, double grad_scale) {
+    const real r_mu = real(mu), scale = real(grad_scale);
     const real keep = real(1.0 - lr * weight_decay);
     for (const MuonMatrix& w : matrices) {
         const int rows = w.rows, cols = w.cols;
@@ -166,8 +166,9 @@ void Muon<real>::step(real* params, const real* grads, real* momentum, double lr
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c++) {
                 const size_t i = size_t(r) * cols + c;
-                buf[i] = r_mu * buf[i] + g[i];
-                x[flip ? size_t(c) * rows + r : i] = g[i] + r_mu * buf[i];
+                const real gi = g[i] * scale;  // the same bits as a gradient clipped in place
+                buf[i] = r_mu * buf[i] + gi;
+                x[flip ? size_t(c) * rows + r : i] = gi + r_mu * buf[i];
             }
         newton_schulz(x, a, b, x + size_t(a) * b, 5, k);
         const real step = real(lr * 0.2 * std::sqrt(double(b)));  // lr · the shape rule s

@@ -116,8 +116,10 @@ struct Muon {
     void build(const std::vector<MuonMatrix>& m);
     // One step on every matrix: params (P), grads (P), momentum (P, at the same offsets). Every
     // Muon matrix is a 2-D weight, so every one decays (by lr·weight_decay, as AdamW's).
+    // grad_scale multiplies each gradient as it is read: clip_scale's factor, as for AdamW
+    // (lib/optim.h), so the gradient arena itself is never rescaled.
     void step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
-              const NsCoefficients& k = {});
+              const NsCoefficients& k = {}, double grad_scale = 1);
 };
 
 }  // namespace hg

@@ -21,7 +21,8 @@ constexpr size_t kChunk = size_t(1) << 14;
 }  // namespace
 
 void adamw_step(float* params, const float* grads, float* m, float* v,
-                const std::vector<ParamSpan>& spans, float lr, const AdamWConfig& cfg, int step) {
+                const std::vector<ParamSpan>& spans, float lr, const AdamWConfig& cfg, int step,
+                float grad_scale) {
     check(step >= 1, "the AdamW step count is 1-based, got {}", step);
     // 1 − β^t in double (PyTorch: in Python floats), rounded once for the kernel.
     const float bc1 = float(1.0 - std::pow(double(cfg.beta1), step));
@@ -31,7 +32,7 @@ void adamw_step(float* params, const float* grads, float* m, float* v,
         for_pieces(s.size, kChunk, 1, [&](size_t i0, size_t n) {
             const size_t begin = s.offset + i0;
             adamw_update(params + begin, grads + begin, m + begin, v + begin, n, lr, cfg.beta1,
-                         cfg.beta2, cfg.eps, wd, bc1, bc2);
+                         cfg.beta2, cfg.eps, wd, bc1, bc2, grad_scale);
         });
     }
 }
@@ -52,11 +53,15 @@ double grad_global_norm(const float* grads, size_t n) {
     return std::sqrt(sum);
 }
 
+float clip_scale(double norm, double max_norm) {
+    // PyTorch: clip_coef = max_norm / (total_norm + 1e-6), applied as a float multiply.
+    return max_norm > 0 && norm > max_norm ? float(max_norm / (norm + 1e-6)) : 1.0f;
+}
+
 double clip_grad_norm(float* grads, size_t n, double max_norm) {
     const double norm = grad_global_norm(grads, n);
-    if (max_norm > 0 && norm > max_norm) {
-        // PyTorch: clip_coef = max_norm / (total_norm + 1e-6), applied as a float multiply.
-        const float scale = float(max_norm / (norm + 1e-6));
+    const float scale = clip_scale(norm, max_norm);
+    if (scale != 1.0f) {
         for_pieces(n, kChunk, 1, [&](size_t begin, size_t len) {
             for (size_t i = begin; i < begin + len; i++) grads[i] *= scale;
         });

@@ -49,6 +49,9 @@ struct ParamSpan {
 // towards 0 would shrink the activations, not regularise them. So spans with decays = false
 // get wd = 0, and their p is not touched by the first line at all (multiplied by exactly 1).
 //
+// grad_scale multiplies each gradient as it is read (clip_scale's factor: clipping fused into
+// this pass; grads itself is not changed).
+//
 // Large spans are split into fixed chunks updated by OpenMP threads; each element's update
 // is independent of the others, so the result does not depend on the thread count.
 // Throws hg::Error for step < 1 (bias correction would divide by 0).
@@ -57,7 +60,7 @@ void adamw_step(float* params,       // (P) updated in place
                 float* m,            // (P) first moments, updated in place (start at 0)
                 float* v,            // (P) second moments, updated in place (start at 0)
                 const std::vector<ParamSpan>& spans, float lr, const AdamWConfig& cfg,
-                int step /* 1-based */);
+                int step /* 1-based */, float grad_scale = 1.0f);
 
 // sqrt(Σ g_i²), accumulated in double in a fixed order: the array is cut into chunks whose
 // boundaries depend only on n, each chunk summed in index order, and the chunk sums added in
@@ -70,5 +73,11 @@ double grad_global_norm(const float* grads, size_t n);  // grads (n)
 // just under max_norm. Clipping bounds the step after a rare huge gradient (a loss spike)
 // while leaving the direction unchanged. max_norm <= 0 disables clipping.
 double clip_grad_norm(float* grads, size_t n, double max_norm);  // grads (n) scaled in place
+
+// clip_grad_norm's factor for a gradient of norm `norm`: max_norm / (norm + 1e-6) rounded to
+// float when max_norm > 0 and norm > max_norm, else exactly 1. Trainer::step passes it to
+// adamw_step instead of scaling the gradient in a pass of its own: the same bits, one pass
+// over the parameters fewer.
+float clip_scale(double norm, double max_norm);
 
 }  // namespace hg

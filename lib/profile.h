@@ -4,7 +4,9 @@
 // tick(kind, backward) charges the time since the previous tick to that kind. The model charges
 // each layer call to its kind through Timed (below); the trainer ticks for what it does around
 // the passes: drawing the batch and zeroing the gradients, summing the batch threads' and the
-// ranks' gradients (Other), clipping and AdamW (AdamW). Timed charges whatever ran between two
+// ranks' gradients (Other), clipping and AdamW (AdamW), and, with batch threads, the time the
+// profiled thread (replica 0) spends waiting for the others to finish their backward (Wait).
+// That wait used to land in Other; it is idle time, not work. Timed charges whatever ran between two
 // layer calls to Other as well (copying the inputs, zeroing the residual stream's gradient).
 // With no Profile attached, nothing is timed: a pointer test per call.
 #pragma once
@@ -13,12 +15,12 @@
 
 namespace hg {
 
-enum class Work { Matmul, Attention, LayerNorm, Gelu, CrossEntropy, Embedding, Residual, Dropout, AdamW, Other, Count };
+enum class Work { Matmul, Attention, LayerNorm, Gelu, CrossEntropy, Embedding, Residual, Dropout, AdamW, Wait, Other, Count };
 
 inline const char* work_name(Work w) {
     constexpr const char* names[] = {"matmul (sgemm)", "attention", "LayerNorm", "GELU", "softmax + cross-entropy",
                                      "embedding", "residual", "dropout", "AdamW + clip",
-                                     "other (zeroing, copies, sums)"};
+                                     "waiting for batch threads", "other (zeroing, copies, sums)"};
     return names[int(w)];
 }
 

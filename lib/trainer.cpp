@@ -109,15 +109,13 @@ double Trainer::accumulate_gradient() {
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
     if (model.profile) model.profile->restart();
-    for (int s = 0; s < R; s++) {
-        gpt_zero_grad(replica(s));
-        thread_loss[s] = 0;
-    }
+    for (int s = 0; s < R; s++) thread_loss[s] = 0;
     for (int k = 0; k < K; k++) {
         sample_rank_rows(idx, targets, *train_ids, B, T, batch_rng, dist, "train");
         if (model.profile) model.profile->tick(Work::Other, false);
         const uint64_t step_key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
         for_each_batch_thread(R, [&](int s) {
+            if (k == 0) gpt_zero_grad(replica(s));  // each batch thread its own, side by side
             // batch thread s of rank r is batch thread r·R + s of all N·R: its rows, its own dropout masks
             const uint64_t thread = uint64_t(dist.rank) * R + s;
             const uint64_t key = thread > 0 ? mix64(step_key ^ thread) : step_key;
@@ -125,6 +123,7 @@ double Trainer::accumulate_gradient() {
             thread_loss[s] += gpt_forward(replica(s), idx + at, targets + at, rows, T, ForwardMode{true, key}) / K;
             gpt_backward(replica(s), 1.0f / (float(K) * N * R));  // the mean over N·R batch threads × K micro-batches
         });
+        if (model.profile && R > 1) model.profile->tick(Work::Wait, true);  // replica 0 idle until the others finish
     }
     if (R > 1) {  // the replicas' gradients into the model's, in a fixed order (for R = 2: a + b, an MPI sum's bits)
         const size_t P = model.num_parameters, chunk = 1 << 14;
@@ -151,14 +150,16 @@ StepResult Trainer::step() {
     StepResult r;
     r.loss = accumulate_gradient();
     if (!std::isfinite(r.loss)) return r;  // the caller stops; the weights are not touched
-    r.grad_norm = clip_grad_norm(model.grads_memory.data(), model.num_parameters, cfg.grad_clip);
+    // Clipping's factor goes into the optimizers' pass (the gradient itself is left unscaled).
+    r.grad_norm = grad_global_norm(model.grads_memory.data(), model.num_parameters);
+    const float scale = clip_scale(r.grad_norm, cfg.grad_clip);
     r.lr = lr_at(cfg.schedule, progress.iter_num);
     progress.adam_step += 1;
     adamw_step(model.params_memory.data(), model.grads_memory.data(), m.data(), v.data(), spans, float(r.lr),
-               cfg.adamw, progress.adam_step);
+               cfg.adamw, progress.adam_step, scale);
     if (!muon.matrices.empty())
         muon.step(model.params_memory.data(), model.grads_memory.data(), m.data(), muon_lr_at(r.lr),
-                  cfg.adamw.weight_decay, muon_momentum_at(cfg.muon, progress.iter_num));
+                  cfg.adamw.weight_decay, muon_momentum_at(cfg.muon, progress.iter_num), {}, scale);
     if (model.profile) model.profile->tick(Work::AdamW, true);
     progress.iter_num += 1;
     progress.rng_batch = batch_rng.state;

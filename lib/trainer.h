@@ -3,8 +3,10 @@
 //
 //   accumulate_gradient():  for each of K micro-batches: batch ← sampler, forward, backward
 //            with dloss = 1/K (so K micro-batches of B give the gradient of one batch of K·B);
-//   step():  accumulate_gradient(); clip the global gradient norm; lr ← lr_at(iter); AdamW
-//            (with --optimizer=muon: Muon for the blocks' matrices, AdamW for the rest); iter += 1.
+//   step():  accumulate_gradient(); the global gradient norm; lr ← lr_at(iter); AdamW on the
+//            gradient clipped by clip_scale's factor (applied inside AdamW's one pass; with
+//            --optimizer=muon: Muon for the blocks' matrices, AdamW for the rest, both reading
+//            the gradient through that factor); iter += 1.
 //
 // Across N processes (dist.h, mpirun -np N) each rank takes its own B rows of every
 // micro-batch, scales its backward by 1/(N·K), and the ranks sum the gradient arena before

@@ -14,8 +14,10 @@
 #include <cstring>
 #include <vector>
 
+#include "lib/kernels/attention_kernels.h"
 #include "lib/layers/attention.h"
 #include "tests/gradcheck.h"
+#include "tests/layer_checks.h"
 
 using hg::Dropout;
 
@@ -284,6 +286,72 @@ TEST_CASE("attention fast float path matches the double scalar twin", "[attentio
               1.0);  // incl. zeros above
         CHECK(worst_ratio(dqkv.data(), dqkv_d.data(), dqkv.size(), tol, tol) <= 1.0);
     }
+}
+
+// Both fast paths (fused kernels, sgemm blocks) against the double twin, on every SIMD target.
+// Float tolerance 1e-5 + 1e-5·|ref| as above; the shapes cover hs = 16, 32, 64 and 128, T below,
+// at and past the fused kernels' 64-key tiles, with and without dropout.
+TEST_CASE("attention: fused kernels and sgemm blocks both match the double twin on every target",
+          "[attention][simd]") {
+    struct Shape { int B, T, C, NH; };
+    const double tol = 1e-5;
+    for (const Shape& sh : {Shape{2, 7, 32, 2}, Shape{1, 64, 64, 2}, Shape{2, 70, 128, 4},
+                            Shape{1, 130, 192, 3}, Shape{1, 33, 128, 1}}) {
+        const int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH;
+        REQUIRE(hg::attention_fused_fits(T, C / NH));
+        for (float p : {0.0f, 0.25f}) {
+            const Dropout drop{p, kDropKey};
+            const auto qkv = randn<float>((size_t)B * T * 3 * C, 161 + T), dout = randn<float>((size_t)B * T * C, 162);
+            const auto qkv_d = to_double(qkv), dout_d = to_double(dout);
+            std::vector<double> out_d(dout.size()), att_d((size_t)B * NH * T * T), dqkv_d(qkv.size()),
+                scratch_d(att_d.size());
+            hg::twin::attention_forward(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH,
+                                        drop);
+            hg::twin::attention_backward(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(),
+                                         att_d.data(), B, T, C, NH, drop);
+            hg::test::for_each_target([&] {
+                for (bool fused : {true, false}) {
+                    INFO("B " << B << " T " << T << " C " << C << " NH " << NH << " p " << p
+                              << (fused ? " fused" : " sgemm"));
+                    std::vector<float> out(dout.size(), 7.0f), att(att_d.size(), 7.0f), scratch(att.size(), 7.0f);
+                    std::vector<float> dqkv(qkv.size(), 7.0f);  // written, not added to
+                    (fused ? hg::attention_forward_fused : hg::attention_forward_sgemm)(
+                        out.data(), att.data(), scratch.data(), qkv.data(), B, T, C, NH, drop);
+                    (fused ? hg::attention_backward_fused : hg::attention_backward_sgemm)(
+                        dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, drop);
+                    CHECK(worst_ratio(out.data(), out_d.data(), out.size(), tol, tol) <= 1.0);
+                    CHECK(worst_ratio(att.data(), att_d.data(), att.size(), tol, tol) <= 1.0);
+                    CHECK(worst_ratio(dqkv.data(), dqkv_d.data(), dqkv.size(), tol, tol) <= 1.0);
+                }
+            });
+        }
+    }
+}
+
+// The comparison above can fail: the fused backward given a wrong mask (another dropout key) or
+// probabilities of other scores (att of a perturbed qkv) is far outside its tolerance.
+TEST_CASE("attention: the fused-vs-twin comparison rejects a wrong backward", "[attention]") {
+    const int B = 1, T = 70, C = 64, NH = 2;
+    const Dropout drop{0.25f, kDropKey}, other{0.25f, kDropKey + 1};
+    const auto qkv = randn<float>((size_t)B * T * 3 * C, 171), dout = randn<float>((size_t)B * T * C, 172);
+    const auto qkv_d = to_double(qkv), dout_d = to_double(dout);
+    std::vector<double> out_d(dout.size()), att_d((size_t)B * NH * T * T), dqkv_d(qkv.size()), scratch_d(att_d.size());
+    hg::twin::attention_forward(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH, drop);
+    hg::twin::attention_backward(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(), att_d.data(), B, T,
+                                 C, NH, drop);
+    std::vector<float> out(dout.size()), att(att_d.size()), scratch(att.size()), dqkv(qkv.size());
+    hg::attention_forward_fused(out.data(), att.data(), scratch.data(), qkv.data(), B, T, C, NH, drop);
+    hg::attention_backward_fused(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, drop);
+    CHECK(worst_ratio(dqkv.data(), dqkv_d.data(), dqkv.size(), 1e-5, 1e-5) <= 1.0);  // the right one passes
+    hg::attention_backward_fused(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, other);
+    CHECK(worst_ratio(dqkv.data(), dqkv_d.data(), dqkv.size(), 1e-5, 1e-5) > 100.0);
+    auto qkv2 = qkv;
+    qkv2[5] += 0.5f;  // a query of position 0, head 0: row 0 of att is 1 anyway; row-1 keys see it
+    qkv2[(size_t)3 * C + C + 5] += 0.5f;  // a key of position 1: every later row of head 0 changes
+    std::vector<float> att2(att.size());
+    hg::attention_forward_fused(out.data(), att2.data(), scratch.data(), qkv2.data(), B, T, C, NH, drop);
+    hg::attention_backward_fused(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att2.data(), B, T, C, NH, drop);
+    CHECK(worst_ratio(dqkv.data(), dqkv_d.data(), dqkv.size(), 1e-5, 1e-5) > 100.0);
 }
 
 TEST_CASE("attention backward never reads the upper triangle of att", "[attention]") {

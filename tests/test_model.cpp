@@ -34,6 +34,13 @@ TEST_CASE("parameter counts match the course's numbers exactly", "[model][count]
         CHECK(parameter_count(preset("gpt2")) == 124439808);
         CHECK(parameter_count(preset("gpt2-medium")) == 354823168);
     }
+    SECTION("shakespeare-char is nanoGPT's baby GPT with train.py's bias=False: 10,745,088") {
+        CHECK(preset("shakespeare-char").bias == BiasLayout::None);
+        // 6 blocks of 12·384² weights, 65×384 tied embedding, 256×384 positions, 13 LayerNorm
+        // weights of 384 (nanoGPT prints 10.65M: it leaves the positions out)
+        CHECK(parameter_count(preset("shakespeare-char")) == 10745088);
+        CHECK(parameter_count(preset("shakespeare-char")) - 256 * 384 == 10646784);
+    }
     SECTION("the allocated model holds exactly the counted parameters") {
         for (const std::string& name : preset_names()) {
             if (parameter_count(preset(name)) > 20'000'000) continue;  // gpt2, gpt2-medium: counted above

@@ -147,8 +147,9 @@ TEST_CASE("adamw_update: Highway kernel equals the scalar twin bit for bit on ev
     REQUIRE(!targets.empty());
     for (const SimdTarget& target : targets) {
         simd_force_target(target.bits);
-        for (size_t n : {1, 5, 7, 33, 127, 1000}) {
-            INFO("target " << target.name << ", n " << n);
+        for (size_t n : {1, 5, 7, 33, 127, 1000})
+          for (float gs : {1.0f, 0.37f}) {  // grad_scale: none, and a clipping factor
+            INFO("target " << target.name << ", n " << n << ", grad_scale " << gs);
             const std::vector<float> g = test::randn<float>(n, 100 + n, 0.1);
             std::vector<float> p = test::randn<float>(n, 200 + n), m = test::randn<float>(n, 300 + n, 0.01);
             std::vector<float> v = test::randn<float>(n, 400 + n, 0.01);
@@ -157,16 +158,16 @@ TEST_CASE("adamw_update: Highway kernel equals the scalar twin bit for bit on ev
             std::vector<double> p_d(p.begin(), p.end()), m_d(m.begin(), m.end()), v_d(v.begin(), v.end());
             const std::vector<double> g_d(g.begin(), g.end());
 
-            adamw_update(p.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, bc1, bc2);
+            adamw_update(p.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, bc1, bc2, gs);
             adamw_update_scalar<float>(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, lr,
-                                       beta1, beta2, eps, wd, bc1, bc2);
+                                       beta1, beta2, eps, wd, bc1, bc2, gs);
             CHECK(bit_equal(p, p_ref));
             CHECK(bit_equal(m, m_ref));
             CHECK(bit_equal(v, v_ref));
 
             // And the float arithmetic agrees with the same rule in double.
             adamw_update_scalar<double>(p_d.data(), g_d.data(), m_d.data(), v_d.data(), n, lr, beta1,
-                                        beta2, eps, wd, bc1, bc2);
+                                        beta2, eps, wd, bc1, bc2, double(gs));
             double worst = 0;
             for (size_t i = 0; i < n; i++)
                 worst = std::max(worst, std::fabs(p[i] - p_d[i]) / (1e-7 + 1e-6 * std::fabs(p_d[i])));
@@ -191,7 +192,7 @@ TEST_CASE("adamw_step: chunked and threaded, equals the scalar twin span by span
         for (const ParamSpan& s : spans)
             adamw_update_scalar<float>(p_ref.data() + s.offset, g.data() + s.offset, m_ref.data() + s.offset,
                                        v_ref.data() + s.offset, s.size, 6e-4f, cfg.beta1, cfg.beta2,
-                                       cfg.eps, s.decays ? cfg.weight_decay : 0.0f, bc1, bc2);
+                                       cfg.eps, s.decays ? cfg.weight_decay : 0.0f, bc1, bc2, 1.0f);
     }
     for (int threads : {1, 2}) {
         with_threads(threads, [&] {
@@ -241,6 +242,42 @@ TEST_CASE("grad_global_norm and clip_grad_norm", "[optim]") {
         CHECK(clip_grad_norm(big.data(), big.size(), 2.5) == norm);
         CHECK(grad_global_norm(big.data(), big.size()) == Approx(2.5).epsilon(1e-6));
     }
+}
+
+TEST_CASE("clipping fused into AdamW's pass: the bits of clipping the gradient first", "[optim]") {
+    const std::vector<ParamSpan> spans = {{0, 5, false}, {5, 40000, true}, {40005, 33, true}};
+    const size_t P = 40038;
+    const std::vector<float> g0 = test::randn<float>(P, 11, 0.05);  // norm ≈ 10: clipped at 1
+    const std::vector<float> p0 = test::randn<float>(P, 12, 0.02);
+    const AdamWConfig cfg;
+    const double norm = grad_global_norm(g0.data(), P);
+    REQUIRE(norm > 1.0);
+    CHECK(clip_scale(norm, 1.0) == float(1.0 / (norm + 1e-6)));
+    CHECK(clip_scale(norm, 2 * norm) == 1.0f);  // under max_norm: exactly 1
+    CHECK(clip_scale(norm, 0.0) == 1.0f);       // clipping off
+    // Two steps each way, the second with a fresh gradient (m, v carry the first's scale).
+    std::vector<float> p_two = p0, m_two(P, 0.0f), v_two(P, 0.0f);  // clip in place, then AdamW
+    std::vector<float> p_one = p0, m_one(P, 0.0f), v_one(P, 0.0f);  // one pass
+    for (int step = 1; step <= 2; step++) {
+        const std::vector<float> g = step == 1 ? g0 : test::randn<float>(P, 13, 0.05);
+        std::vector<float> clipped = g;
+        const double n_two = clip_grad_norm(clipped.data(), P, 1.0);
+        adamw_step(p_two.data(), clipped.data(), m_two.data(), v_two.data(), spans, 1e-3f, cfg, step);
+        const double n_one = grad_global_norm(g.data(), P);
+        adamw_step(p_one.data(), g.data(), m_one.data(), v_one.data(), spans, 1e-3f, cfg, step,
+                   clip_scale(n_one, 1.0));
+        CHECK(n_one == n_two);
+    }
+    CHECK(bit_equal(p_one, p_two));
+    CHECK(bit_equal(m_one, m_two));
+    CHECK(bit_equal(v_one, v_two));
+    // The factor is really applied: the first moment after one unclipped step differs.
+    std::vector<float> p_raw = p0, m_raw(P, 0.0f), v_raw(P, 0.0f);
+    adamw_step(p_raw.data(), g0.data(), m_raw.data(), v_raw.data(), spans, 1e-3f, cfg, 1);
+    std::vector<float> p_cl = p0, m_cl(P, 0.0f), v_cl(P, 0.0f);
+    adamw_step(p_cl.data(), g0.data(), m_cl.data(), v_cl.data(), spans, 1e-3f, cfg, 1, clip_scale(norm, 1.0));
+    CHECK(m_cl[7] == float(1.0 - double(cfg.beta1)) * (g0[7] * clip_scale(norm, 1.0)));  // m = (1 − β1)·g·s
+    CHECK(!bit_equal(m_cl, m_raw));
 }
 
 TEST_CASE("grad_global_norm does not depend on the thread count", "[optim]") {

@@ -137,6 +137,12 @@ TEST_CASE("the trainer's gradient: K micro-batches × R batch threads = one batc
         const StepResult r = b.step();
         CHECK(r.loss == loss);
         CHECK(r.grad_norm == Approx(ref_norm).epsilon(1e-5));
+        // and AdamW was fed that gradient, unscaled: after one step from m = 0, m = (1 − β1)·g
+        const float c1 = float(1.0 - double(t.adamw.beta1));
+        size_t mismatches = 0;
+        for (size_t i = 0; i < ref.num_parameters; i++)
+            mismatches += b.m.data()[i] != c1 * a.model.grads_memory.data()[i];
+        CHECK(mismatches == 0);
     }
 }
 

@@ -24,7 +24,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
                  float beta2, float eps, float weight_decay, float bias_correction1,
-                 float bias_correction2) {
+                 float bias_correction2, float grad_scale) {
     const AdamWScalars k = adamw_scalars(lr, beta1, beta2, weight_decay, bias_correction1,
                                          bias_correction2);
     const float decay = float(k.decay), c1 = float(k.one_minus_beta1), c2 = float(k.one_minus_beta2);
@@ -35,9 +35,10 @@ void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, float l
     const auto decay_v = hn::Set(d, decay), beta1_v = hn::Set(d, beta1), beta2_v = hn::Set(d, beta2);
     const auto c1_v = hn::Set(d, c1), c2_v = hn::Set(d, c2), eps_v = hn::Set(d, eps);
     const auto step_v = hn::Set(d, step_size), bc2_sqrt_v = hn::Set(d, bc2_sqrt);
+    const auto scale_v = hn::Set(d, grad_scale);
     size_t i = 0;
     for (; i + L <= n; i += L) {
-        const auto g_i = hn::LoadU(d, g + i);
+        const auto g_i = hn::Mul(hn::LoadU(d, g + i), scale_v);                            // g·s (clipping)
         auto p_i = hn::Mul(hn::LoadU(d, p + i), decay_v);                                   // p·(1 − lr·wd)
         auto m_i = hn::Add(hn::Mul(beta1_v, hn::LoadU(d, m + i)), hn::Mul(c1_v, g_i));    // β1·m + (1−β1)·g
         auto v_i = hn::Add(hn::Mul(beta2_v, hn::LoadU(d, v + i)), hn::Mul(hn::Mul(c2_v, g_i), g_i));
@@ -48,9 +49,10 @@ void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, float l
         hn::StoreU(v_i, d, v + i);
     }
     for (; i < n; i++) {  // scalar tail (simd.h), same operations
+        const float g_i = g[i] * grad_scale;
         p[i] = p[i] * decay;
-        m[i] = beta1 * m[i] + c1 * g[i];
-        v[i] = beta2 * v[i] + (c2 * g[i]) * g[i];
+        m[i] = beta1 * m[i] + c1 * g_i;
+        v[i] = beta2 * v[i] + (c2 * g_i) * g_i;
         const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
         p[i] = p[i] - step_size * (m[i] / denom);
     }
@@ -65,9 +67,9 @@ HWY_EXPORT(AdamWUpdate);
 
 void adamw_update(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
                   float beta2, float eps, float weight_decay, float bias_correction1,
-                  float bias_correction2) {
+                  float bias_correction2, float grad_scale) {
     HWY_DYNAMIC_DISPATCH(AdamWUpdate)(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay,
-                                      bias_correction1, bias_correction2);
+                                      bias_correction1, bias_correction2, grad_scale);
 }
 
 }  // namespace hg

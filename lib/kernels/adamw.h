@@ -16,6 +16,10 @@
 // Every per-element operation is a separately rounded float operation (no fused
 // multiply-add), so the Highway kernel and the float scalar twin agree bit for bit.
 //
+// g is first multiplied by grad_scale (one float multiply, g ← g·s): gradient clipping's
+// factor, applied in this pass instead of a pass of its own over the gradient. The bits are
+// those of clipping in place first (the same multiply); s = 1 leaves g exactly as it is.
+//
 // Known difference: PyTorch >= 2.0 writes the m update as exp_avg.lerp_(g, 1 − β1), i.e.
 // m + (1 − β1)·(g − m), which can round differently in the last bit; we follow the formula
 // above (also what PyTorch's fused CUDA AdamW computes).
@@ -31,7 +35,7 @@ void adamw_update(float* p,        // (n) parameters, updated in place
                   float* m,        // (n) first moment, updated in place
                   float* v,        // (n) second moment, updated in place
                   size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                  float bias_correction1, float bias_correction2);
+                  float bias_correction1, float bias_correction2, float grad_scale);
 
 // The per-call constants of the update, computed in double (as PyTorch does in Python).
 struct AdamWScalars {
@@ -54,15 +58,16 @@ void adamw_update_scalar(real* p,        // (n)
                          real* m,        // (n)
                          real* v,        // (n)
                          size_t n, real lr, real beta1, real beta2, real eps, real weight_decay,
-                         real bias_correction1, real bias_correction2) {
+                         real bias_correction1, real bias_correction2, real grad_scale) {
     const AdamWScalars k = adamw_scalars(lr, beta1, beta2, weight_decay, bias_correction1,
                                          bias_correction2);
     const real decay = real(k.decay), c1 = real(k.one_minus_beta1), c2 = real(k.one_minus_beta2);
     const real step_size = real(k.step_size), bc2_sqrt = real(k.bc2_sqrt);
     for (size_t i = 0; i < n; i++) {
+        const real g_i = g[i] * grad_scale;
         p[i] = p[i] * decay;
-        m[i] = beta1 * m[i] + c1 * g[i];
-        v[i] = beta2 * v[i] + (c2 * g[i]) * g[i];
+        m[i] = beta1 * m[i] + c1 * g_i;
+        v[i] = beta2 * v[i] + (c2 * g_i) * g_i;
         real denom = std::sqrt(v[i]) / bc2_sqrt + eps;
         p[i] = p[i] - step_size * (m[i] / denom);
     }

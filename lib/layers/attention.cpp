@@ -1,6 +1,8 @@
-// attention.cpp — causal multi-head attention, all (b, h) pairs in one parallel loop.
+// attention.cpp — causal multi-head attention, all (b, h) pairs in one parallel loop, by one of
+// two paths (attention.h says which runs when): the fused kernels of
+// lib/kernels/attention_kernels.h, or sgemm calls on blocks of rows (below).
 //
-// Each (b, h) is one task: its q, k, v are strided slices of qkv (row stride 3C), so they go
+// The sgemm path. Each (b, h) is one task: its q, k, v are strided slices of qkv (row stride 3C), so they go
 // to sgemm without copying. OpenBLAS (the OpenMP build) runs single-threaded inside our
 // parallel region, which is what we want: the parallelism is over heads.
 //
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "lib/kernels/attention_kernels.h"
 #include "lib/kernels/softmax_kernels.h"
 #include "lib/errors.h"
 #include "lib/matmul.h"
@@ -26,8 +29,8 @@ namespace hg {
 
 constexpr int kRowBlock = 64;  // rows of scores per sgemm block
 
-void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
-                       int C, int NH, Dropout drop) {
+void attention_forward_sgemm(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                             int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, false);
     const int hs = C / NH;
     const int C3 = 3 * C;
@@ -85,8 +88,8 @@ void attention_forward(float* out, float* att, float* scratch, const float* qkv,
 // Only entries s ≤ t of att are read. dqkv is written, not added to (layers.h): each row block
 // writes its own rows of dq, and the blocks run last to first, so the first one done (the last
 // rows, whose keys are all of 0..T-1) writes dk and dv (beta = 0) and the earlier ones add.
-void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                        const float* att, int B, int T, int C, int NH, Dropout drop) {
+void attention_backward_sgemm(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, true);
     const int hs = C / NH;
     const int C3 = 3 * C;
@@ -147,6 +150,66 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
             matmul_tn(dk, blk, q + (size_t)t0 * C3, t1, hs, rows, T, C3, C3, scale, beta_kv);
         }
     }
+}
+
+// The fused path: one kernel call per (b, h), in the same parallel loop.
+
+// attention_check, and that the fused kernels take the shape; returns hs.
+static int fused_check(int B, int T, int C, int NH, Dropout drop, const void* scratch, bool backward) {
+    attention_check(B, T, C, NH, drop, scratch, backward);
+    check(attention_fused_fits(T, C / NH), "attention: the fused kernels do not take T={}, hs={}", T, C / NH);
+    return C / NH;
+}
+
+void attention_forward_fused(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                             int C, int NH, Dropout drop) {
+    const int hs = fused_check(B, T, C, NH, drop, scratch, false);
+    const size_t C3 = 3 * size_t(C);
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const float* q = qkv + (size_t)b * T * C3 + (size_t)h * hs;  // (T,hs), row stride 3C
+        attention_head_forward(out + (size_t)b * T * C + (size_t)h * hs, C, att + (size_t)bh * T * T, q,
+                               q + C, q + 2 * (size_t)C, C3, T, hs, drop, (size_t)bh * T * T);
+    }
+}
+
+void attention_backward_fused(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH, Dropout drop) {
+    const int hs = fused_check(B, T, C, NH, drop, scratch, true);
+    const size_t C3 = 3 * size_t(C);
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const size_t off = (size_t)b * T * C3 + (size_t)h * hs;  // head h's q in qkv
+        const float* q = qkv + off;
+        float* dq = dqkv + off;
+        attention_head_backward(dq, dq + C, dq + 2 * (size_t)C, scratch + (size_t)bh * T * T,
+                                dout + (size_t)b * T * C + (size_t)h * hs, C, q, q + C, q + 2 * (size_t)C,
+                                att + (size_t)bh * T * T, C3, T, hs, drop, (size_t)bh * T * T);
+    }
+}
+
+// Which path is faster, measured per (b, h) on one thread (forward + backward, fused time over
+// sgemm time, best of many calls): hs 32, T 64 (the course model) 0.98 forward, 0.6–0.8
+// backward, 0.63 forward with dropout (no dropped copy); hs 16, T 64 even; but hs 32 at T 128
+// 1.1–1.2 and at T 256 1.1–1.6, hs 64 at T 64 1.3–1.8 and at T 256 1.4–1.5, T 1024 2.0: there the
+// column-strided sums of dk and dv and sgemm's better register blocking win. So the fused
+// kernels run for small heads on short rows only.
+bool attention_uses_fused(int T, int hs) { return attention_fused_fits(T, hs) && hs <= 32 && T <= 64; }
+
+void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                       int C, int NH, Dropout drop) {
+    attention_check(B, T, C, NH, drop, scratch, false);
+    (attention_uses_fused(T, C / NH) ? attention_forward_fused : attention_forward_sgemm)(
+        out, att, scratch, qkv, B, T, C, NH, drop);
+}
+
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH, Dropout drop) {
+    attention_check(B, T, C, NH, drop, scratch, true);
+    (attention_uses_fused(T, C / NH) ? attention_backward_fused : attention_backward_sgemm)(
+        dqkv, scratch, dout, qkv, att, B, T, C, NH, drop);
 }
 
 }  // namespace hg

@@ -33,6 +33,19 @@ void attention_forward(float* out, float* att, float* scratch, const float* qkv,
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, Dropout drop);
 
+// The two fast paths, with the same contract; attention_forward/backward run the fused one
+// where attention_uses_fused(T, hs) says so, else the sgemm one (attention.cpp).
+bool attention_uses_fused(int T, int hs);
+void attention_forward_sgemm(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                             int C, int NH, Dropout drop);
+void attention_backward_sgemm(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH, Dropout drop);
+// hg::Error unless attention_fused_fits(T, C/NH) (lib/kernels/attention_kernels.h).
+void attention_forward_fused(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                             int C, int NH, Dropout drop);
+void attention_backward_fused(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH, Dropout drop);
+
 namespace twin {  // the scalar twins, defined below
 template <typename real>
 void attention_forward(real* out, real* att, real* scratch, const real* qkv, int B, int T, int C,
