@@ -40,23 +40,28 @@ TEST_CASE("a training step allocates nothing on the heap (after the first)", "[t
     Rng rng(2);
     for (int& t : ids) t = int(rng.below(c.vocab_size));
     std::vector<std::string> vocab(c.vocab_size, "x");
+    GPTConfig modern = c;  // today's block: rmsnorm, rope, swiglu, qk_norm, softcap
+    modern.norm = NormKind::RMSNorm, modern.pos = PosEncoding::Rope, modern.mlp = MlpKind::SwiGLU;
+    modern.qk_norm = true, modern.logit_softcap = 30.0f;
     // the whole model on every thread; a replica per thread; Muon with its Newton–Schulz scratch
-    for (auto [batch_threads, optimizer] : {std::pair{1, OptimizerKind::AdamW}, std::pair{2, OptimizerKind::AdamW},
-                                            std::pair{1, OptimizerKind::Muon}}) {
-        INFO("batch_threads " << batch_threads << ", " << to_string(optimizer));
-        TrainConfig tc;
-        tc.batch_size = 4, tc.batch_threads = batch_threads, tc.gradient_accumulation_steps = 2;
-        tc.optimizer = optimizer, tc.muon.momentum_warmup = 5;
-        tc.schedule = LrSchedule{1e-3, 1e-4, 2, 10, true};
-        Trainer tr;
-        tr.start(c, tc, vocab, ids, ids);
-        tr.step();  // a first step may let OpenMP or BLAS set up their thread pools
-        g_allocations = 0;
-        g_counting = true;
-        for (int i = 0; i < 3; i++) tr.step();
-        g_counting = false;
-        CHECK(g_allocations == 0);
-    }
+    for (const GPTConfig& config : {c, modern})
+        for (auto [batch_threads, optimizer] : {std::pair{1, OptimizerKind::AdamW}, std::pair{2, OptimizerKind::AdamW},
+                                                std::pair{1, OptimizerKind::Muon}}) {
+            INFO("batch_threads " << batch_threads << ", " << to_string(optimizer) << ", "
+                                  << to_string(config.norm) << ", " << to_string(config.mlp));
+            TrainConfig tc;
+            tc.batch_size = 4, tc.batch_threads = batch_threads, tc.gradient_accumulation_steps = 2;
+            tc.optimizer = optimizer, tc.muon.momentum_warmup = 5;
+            tc.schedule = LrSchedule{1e-3, 1e-4, 2, 10, true};
+            Trainer tr;
+            tr.start(config, tc, vocab, ids, ids);
+            tr.step();  // a first step may let OpenMP or BLAS set up their thread pools
+            g_allocations = 0;
+            g_counting = true;
+            for (int i = 0; i < 3; i++) tr.step();
+            g_counting = false;
+            CHECK(g_allocations == 0);
+        }
     // the counter works: a vector allocates
     g_counting = true;
     std::vector<int> v(10);

@@ -165,7 +165,10 @@ def check_params(args):
         B, T = dump["idx"].shape[1:]
         nparams = sum(int(np.prod(dump["f32.grad." + n].shape)) for n in torch_gpt.parameter_names(c))
         print(f"\n== {name}: layout {c['bias_layout']}, {'tied' if c['tie_weights'] else 'untied'}, "
-              f"{c['pos_encoding']} positions, gelu {c['gelu']}, dropout {c['dropout']:g}; "
+              f"{c['pos_encoding']} positions, {c['norm']}, "
+              f"{'gelu ' + c['gelu'] if c['mlp'] == 'gelu' else c['mlp']}"
+              f"{', qk_norm' if c['qk_norm'] else ''}"
+              f"{', logit_softcap %g' % c['logit_softcap'] if c['logit_softcap'] > 0 else ''}, dropout {c['dropout']:g}; "
               f"L={c['n_layer']} NH={c['n_head']} C={C} V={c['vocab_size']}, {nparams:,} parameters; "
               f"B={B} T={T}; optimizer {meta.get('optimizer', 'adamw')}" + (f"; CORRUPTED: {meta['corrupt_grad']}" if meta.get("corrupt_grad") else ""))
         print(f"   {'tensor':<40} " + " ".join(f"{h:>11}" for h in
