@@ -36,6 +36,7 @@
 #include "lib/optim.h"
 #include "lib/rng.h"
 #include "lib/schedule.h"
+#include "lib/train_config.h"
 
 using namespace hg;
 
@@ -200,8 +201,9 @@ int main(int argc, char** argv) {
         check_threads(threads, /*zero_is_default=*/true);
         check(T >= 1 && T <= config.block_size, "--seq_len must be in [1, block_size = {}] (got {})",
               config.block_size, T);
-        check(std::isfinite(grad_clip) && grad_clip >= 0, "--grad_clip must be a finite number >= 0 (got {})", grad_clip);
-        validate(schedule);
+        TrainConfig knobs;  // the same checks as train's: AdamW's, the schedule's, the clip's
+        knobs.schedule = schedule, knobs.adamw = adamw, knobs.grad_clip = grad_clip;
+        knobs.validate();
         if (threads > 0) omp_set_num_threads(threads);
         openblas_set_num_threads(omp_get_max_threads());
 

@@ -23,13 +23,11 @@ MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int repli
     check(largest * config.n_layer < 1e17, "batch {} × {} with this model needs more than 10^17 floats of "
           "activations: no machine holds that", batch_size, T);
     MemoryNeed need;
-    need.batch_size = batch_size, need.T = T, need.replicas = replicas;
-    const double P = double(parameter_count(config)), bytes = sizeof(float);
-    need.state_bytes = bytes * P * (state_copies + replicas);
-    const double one = double(gpt_activation_floats(config, 1, T)), two = double(gpt_activation_floats(config, 2, T));
-    const double per_row = two - one, fixed = one - per_row;  // linear in the rows (the position table is fixed)
-    need.bytes_per_row = bytes * per_row;
-    need.activation_bytes = bytes * replicas * (fixed + per_row * rows);
+    need.config = config, need.batch_size = batch_size, need.T = T, need.replicas = replicas;
+    need.state_copies = state_copies;
+    const double bytes = sizeof(float);
+    need.state_bytes = bytes * double(parameter_count(config)) * (state_copies + replicas);
+    need.activation_bytes = bytes * replicas * double(gpt_activation_floats(config, batch_size / replicas, T));
     return need;
 }
 
@@ -62,12 +60,17 @@ static std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / 
 void check_memory(const MemoryNeed& need, double available, const std::string& batch_flag) {
     const double budget = 0.9 * available;
     if (need.total() <= budget) return;
-    // The largest batch that fits: the activations grow by bytes_per_row with each row.
-    const double spare = budget - need.state_bytes - (need.activation_bytes - need.bytes_per_row * need.batch_size);
-    long long fits = need.bytes_per_row > 0 ? (long long)std::floor(spare / need.bytes_per_row) : 0;
-    fits -= fits % need.replicas;
-    const std::string hint = fits >= 1 ? fmt::format("try {}={}", batch_flag, fits)
-                                       : std::string("not even one row fits: try a smaller model or block_size");
+    // The largest batch (a multiple of the replicas) that fits, by bisection: the need grows with it.
+    const auto fits = [&](int b) {
+        return memory_need(need.config, b, need.T, need.replicas, need.state_copies).total() <= budget;
+    };
+    int lo = 0, hi = need.batch_size / need.replicas;  // in rows per replica: lo fits (or is 0), hi does not
+    while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        (fits(mid * need.replicas) ? lo : hi) = mid;
+    }
+    const std::string hint = lo >= 1 ? fmt::format("try {}={}", batch_flag, lo * need.replicas)
+                                     : std::string("not even one row fits: try a smaller model or block_size");
     fail("needs {} of activations for batch {} × {} (plus {} of weights and optimizer state); {} available; {}",
          gib(need.activation_bytes), need.batch_size, need.T, gib(need.state_bytes), gib(available), hint);
 }

@@ -25,9 +25,9 @@ size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T);
 struct MemoryNeed {
     double state_bytes = 0;       // weights, moments, gradients
     double activation_bytes = 0;  // activations and backward scratch, every replica
-    double bytes_per_row = 0;     // activation bytes one more row of the batch adds
-    int batch_size = 0, T = 0;    // the batch the activations are for
-    int replicas = 1;             // batch threads: a suggested batch size is a multiple of it
+    // What it was computed from, for finding a batch that fits.
+    GPTConfig config;
+    int batch_size = 0, T = 0, replicas = 1, state_copies = 1;
     double total() const { return state_bytes + activation_bytes; }
 };
 

@@ -70,7 +70,7 @@ TEST_CASE("train: meaningless numbers and unusable paths are refused in one line
         {"--batch_size=-1", "batch_size"}, {"--batch_threads=0", "batch_threads"}, {"--batch_threads=3", "batch_threads"},
         {"--n_head=0", "n_head"}, {"--n_embd=-16", "n_embd"}, {"--n_layer=0", "n_layer"},
         {"--n_layer=100000000", "n_layer"}, {"--block_size=2000000000", "block_size"},
-        {"--lr_replans=5:3", "re-plan"}, {"--lr_decay=foo", "foo"}, {"--seed=-1", "seed"},
+        {"--lr_replans=5:3", "re-plan"}, {"--lr_decay=foo", "foo"},
         {"--threads=-1", "--threads"}, {"--threads=1000000", "--threads"},
         // the memory check: refused with the numbers before anything is allocated
         {"--batch_size=100000000", "GiB available"},
@@ -90,7 +90,7 @@ TEST_CASE("sample: temperature 0 is greedy; what has no meaning is refused", "[r
         {"--temperature=nan", "temperature"}, {"--temperature=-1", "temperature"}, {"--temperature=inf", "temperature"},
         {"--temperature=-inf", "temperature"}, {"--top_k=-1", "top_k"}, {"--num_samples=0", "num_samples"},
         {"--max_new_tokens=-1", "max_new_tokens"}, {"--threads=0", "--threads"}, {"--threads=1000000", "--threads"},
-        {"--start=", "empty"}, {"--start=FILE:" + s.dir, s.dir}, {"--start=FILE:/dev/zero", "not a regular file"},
+        {"--start=", "--start"}, {"--start=FILE:" + s.dir, s.dir}, {"--start=FILE:/dev/zero", "not a regular file"},
     });
     expect_errors(base, {
         {"--ckpt=" + s.dir, s.dir}, {"--ckpt=/dev/zero", "not a regular file"}, {"--out_dir=" + s.file, "plain"},
