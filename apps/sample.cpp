@@ -12,6 +12,7 @@
 #include "lib/checkpoint.h"
 #include "lib/data.h"
 #include "lib/generate.h"
+#include "lib/sample.h"
 
 using namespace hg;
 

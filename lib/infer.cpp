@@ -5,20 +5,24 @@
 #include <cmath>
 #include <cstring>
 
+#include "lib/gpt_choices.h"
 #include "lib/kernels/softmax_kernels.h"
 #include "lib/layers/layers.h"
 #include "lib/matmul.h"
 
 namespace hg {
 
+using choice::mlp_activation_forward;
+using choice::norm_forward;
+
 constexpr int kRowBlock = 64;  // new positions whose scores one pair of sgemm calls computes
 
-// The cached path implements exactly these choices; anything else is refused, so that a model
-// with a choice added to GPTConfig later runs the full recompute until the choice is written
-// here and into block_forward below.
+// The cached path implements every choice GPTConfig has today: positions learned, sinusoidal
+// or rotary; LayerNorm or RMSNorm; GELU, ReLU² or SwiGLU; QK-norm; the logit soft cap. A choice
+// added to GPTConfig later is refused here (generation then recomputes the whole context) until
+// it is written into block_forward below.
 std::string infer_unsupported(const GPTConfig& c) {
-    if (c.pos != PosEncoding::Learned && c.pos != PosEncoding::Sinusoidal)
-        return "position encoding " + to_string(c.pos);
+    (void)c;
     return "";
 }
 
@@ -30,6 +34,7 @@ void infer_build(InferState& s, const GPTConfig& c, int N) {
     s.config = c, s.N = N, s.len = 0;
     const size_t L = c.n_layer, T = c.block_size, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
     const size_t R = size_t(N) * T;  // the most rows one call can have
+    const size_t hs = C / NH, F = c.mlp_fc_width(), M = c.mlp_hidden();
     // Each piece starts 64-byte aligned; a first walk with base == nullptr only counts.
     auto carve = [&](float* base) {
         size_t used = 0;
@@ -40,9 +45,13 @@ void infer_build(InferState& s, const GPTConfig& c, int N) {
         };
         s.k = take(L * N * T * C), s.v = take(L * N * T * C);
         s.pos_table = c.pos == PosEncoding::Sinusoidal ? take(T * C) : nullptr;
+        const bool rope = c.pos == PosEncoding::Rope;
+        s.rope_cos = rope ? take(T * hs / 2) : nullptr;
+        s.rope_sin = rope ? take(T * hs / 2) : nullptr;
         s.x = take(R * C), s.ln = take(R * C), s.ln_mean = take(R), s.ln_rstd = take(R);
         s.qkv = take(R * 3 * C), s.atty = take(R * C), s.branch = take(R * C);
-        s.fc = take(R * 4 * C), s.fc_gelu = take(R * 4 * C);
+        s.qk_rstd = c.qk_norm ? take(R * 2 * NH) : nullptr;
+        s.fc = take(R * F), s.fc_act = take(R * M);
         s.att = take(N * NH * std::min<size_t>(kRowBlock, T) * T);
         s.last = take(N * C), s.logits = take(N * V);
         return used;
@@ -50,6 +59,7 @@ void infer_build(InferState& s, const GPTConfig& c, int N) {
     s.memory.allocate(carve(nullptr));
     carve(s.memory.data());
     if (s.pos_table) sinusoidal_table(s.pos_table, c.block_size, c.n_embd);
+    if (s.rope_cos) rope_table(s.rope_cos, s.rope_sin, c.block_size, c.n_embd / c.n_head, c.rope_base);
 }
 
 // Copies the keys and values of the new positions (the K and V parts of their qkv rows) into
@@ -111,21 +121,27 @@ static void cached_attention_forward(float* out, float* att, const float* qkv, c
 // same place as in gpt_forward (and into infer_unsupported until it does).
 static void block_forward(InferState& s, const BlockParameters<float>& w, float* k, float* v, int P) {
     const GPTConfig& c = s.config;
-    const int N = s.N, C = c.n_embd, NH = c.n_head, Tmax = c.block_size;
+    const int N = s.N, C = c.n_embd, NH = c.n_head, Tmax = c.block_size, hs = C / NH;
+    const int F = c.mlp_fc_width(), M = c.mlp_hidden();
     const int R = N * P;
     const size_t RC = size_t(R) * C;
-    // x += attn(ln_1(x))
-    layernorm_forward(s.ln, s.ln_mean, s.ln_rstd, s.x, w.ln_1_w, w.ln_1_b, R, C);
+    // x += attn(norm_1(x))
+    norm_forward(c, s.ln, s.ln_mean, s.ln_rstd, s.x, w.ln_1_w, w.ln_1_b, R, C);
     linear_forward(s.qkv, s.ln, w.attn_w, w.attn_b, R, C, 3 * C);  // (R, 3C)
+    // Rotary positions: the new rows are positions len .. len+P-1, so the table from row len on.
+    // A cached key is stored rotated, as attention reads it.
+    if (s.rope_cos)
+        rope_forward(s.qkv, s.rope_cos + size_t(s.len) * hs / 2, s.rope_sin + size_t(s.len) * hs / 2, N, P, C, NH);
+    if (c.qk_norm) qknorm_forward(s.qkv, s.qk_rstd, N, P, C, NH);
     cache_append(k, v, s.qkv, N, P, s.len, Tmax, C);
     cached_attention_forward(s.atty, s.att, s.qkv, k, v, N, P, s.len, Tmax, C, NH);
     linear_forward(s.branch, s.atty, w.attn_proj_w, w.attn_proj_b, R, C, C);
     residual_forward(s.x, s.x, s.branch, RC);
-    // x += mlp(ln_2(x))
-    layernorm_forward(s.ln, s.ln_mean, s.ln_rstd, s.x, w.ln_2_w, w.ln_2_b, R, C);
-    linear_forward(s.fc, s.ln, w.fc_w, w.fc_b, R, C, 4 * C);  // (R, 4C)
-    gelu_forward(s.fc_gelu, s.fc, size_t(R) * 4 * C, c.gelu);
-    linear_forward(s.branch, s.fc_gelu, w.mlp_proj_w, w.mlp_proj_b, R, 4 * C, C);
+    // x += mlp(norm_2(x))
+    norm_forward(c, s.ln, s.ln_mean, s.ln_rstd, s.x, w.ln_2_w, w.ln_2_b, R, C);
+    linear_forward(s.fc, s.ln, w.fc_w, w.fc_b, R, C, F);  // (R, F)
+    mlp_activation_forward(c, s.fc_act, s.fc, size_t(R));  // (R, M)
+    linear_forward(s.branch, s.fc_act, w.mlp_proj_w, w.mlp_proj_b, R, M, C);
     residual_forward(s.x, s.x, s.branch, RC);
 }
 
@@ -136,17 +152,20 @@ const float* infer_forward(InferState& s, const ParameterTensors<float>& p, cons
           c.block_size);
     const int N = s.N, C = c.n_embd, V = c.vocab_size, L = c.n_layer;
     const size_t layer_cache = size_t(N) * c.block_size * C;  // one layer's keys (or values)
-    // The new positions' embeddings: the position table from row len on.
-    const float* wpe = (c.pos == PosEncoding::Learned ? p.wpe : s.pos_table) + size_t(s.len) * C;
+    // The new positions' embeddings: the position table from row len on (none with rope, whose
+    // positions enter in every block's attention instead).
+    const float* table = c.pos == PosEncoding::Learned ? p.wpe : s.pos_table;
+    const float* wpe = table ? table + size_t(s.len) * C : nullptr;
     encoder_forward(s.x, tokens, p.wte, wpe, N, P, C, V);  // (N·P, C)
     for (int l = 0; l < L; l++) block_forward(s, p.h[l], s.k + l * layer_cache, s.v + l * layer_cache, P);
     s.len += P;
     // Logits for each sequence's last new position only: the next token's.
     for (int b = 0; b < N; b++)
         std::memcpy(s.last + size_t(b) * C, s.x + (size_t(b) * P + P - 1) * C, sizeof(float) * C);
-    layernorm_forward(s.ln, s.ln_mean, s.ln_rstd, s.last, p.ln_f_w, p.ln_f_b, N, C);
+    norm_forward(c, s.ln, s.ln_mean, s.ln_rstd, s.last, p.ln_f_w, p.ln_f_b, N, C);
     const float* no_bias = nullptr;
     linear_forward(s.logits, s.ln, p.lm_head, no_bias, N, C, V);  // (N, V)
+    if (c.logit_softcap > 0.0f) softcap_forward(s.logits, s.logits, size_t(N) * V, c.logit_softcap);
     return s.logits;
 }
 

@@ -8,12 +8,14 @@
 // the new positions: for a new position t of sequence b, in block ℓ, head h,
 //   k[ℓ,b,t], v[ℓ,b,t] = the K and V parts of c_attn(ln_1(x_t))        appended to the cache
 //   out_t = Σ_{s ≤ t} softmax_s(q_t · k[ℓ,b,s] / √hs) · v[ℓ,b,s]       over the cached s ≤ t
-// Everything else (LayerNorm, the linear layers, GELU, the residual adds) acts on each position
-// alone and runs the same layer functions as gpt_forward, on the new rows only. Forward only:
+// Everything else (the norms, the linear layers, the MLP's activation, the residual adds, and
+// rotary positions and QK-norm on q and k) acts on each position alone and runs the same layer
+// functions as gpt_forward, on the new rows only. Forward only:
 // no backward, no dropout (generation never trains), and only the last position's logits.
 //
 // A cached key is only right while its position keeps its index: positions are embedded by
-// absolute index (learned or sinusoidal). Past block_size the context is cropped to the last
+// absolute index (learned or sinusoidal), and rotary positions turn each key by the angle of its
+// absolute index before it is cached. Past block_size the context is cropped to the last
 // block_size tokens, every token moves down one position, and the cache must be refilled from
 // the cropped window (lib/generate.h does, for every token past block_size).
 #pragma once
@@ -32,17 +34,20 @@ struct InferState {
     Arena<float> memory;
     float* k = nullptr;          // (L, N, block_size, C) each layer's keys, heads contiguous
     float* v = nullptr;          // (L, N, block_size, C) and values
-    float* pos_table = nullptr;  // (block_size, C) the sinusoidal table; null when learned
+    float* pos_table = nullptr;  // (block_size, C) the sinusoidal table; null otherwise
+    float* rope_cos = nullptr;   // (block_size, hs/2) RoPE's cos θ and sin θ; null without rope
+    float* rope_sin = nullptr;
     // Working space of one call with P new positions per sequence: R = N·P ≤ N·block_size rows.
     float* x = nullptr;          // (R, C) the residual stream of the new positions
     float* ln = nullptr;         // (R, C) a LayerNorm's output
     float* ln_mean = nullptr;    // (R)
     float* ln_rstd = nullptr;    // (R)
     float* qkv = nullptr;        // (R, 3C)
+    float* qk_rstd = nullptr;    // (R, 2·NH) QK-norm's rstd; null without QK-norm
     float* atty = nullptr;       // (R, C) heads' outputs, concatenated
     float* branch = nullptr;     // (R, C) a branch's output before it is added to x
-    float* fc = nullptr;         // (R, 4C)
-    float* fc_gelu = nullptr;    // (R, 4C)
+    float* fc = nullptr;         // (R, F) before the MLP's activation (F = 4C, or 2H for SwiGLU)
+    float* fc_act = nullptr;     // (R, M) after it (M = 4C, or H)
     float* att = nullptr;        // (N·NH, min(64, block_size)·block_size) attention probabilities:
                                  // a block of up to 64 rows per (b, h)
     float* last = nullptr;       // (N, C) the residual stream at each sequence's last new position

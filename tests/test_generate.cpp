@@ -15,13 +15,19 @@ using namespace hg;
 
 namespace {
 
-// A small model, so that 40 tokens run past block_size; its config varies by position encoding.
-GPTConfig small_config(PosEncoding pos) {
+// A small model, so that 40 tokens run past block_size; its config varies by position encoding:
+// with rotary positions, every other choice of today's block is on too (RMSNorm, SwiGLU,
+// QK-norm, a logit soft cap), and `relu2` swaps SwiGLU for ReLU².
+GPTConfig small_config(PosEncoding pos, bool relu2 = false) {
     GPTConfig c;
     c.vocab_size = 29, c.block_size = 16, c.n_layer = 2, c.n_head = 4, c.n_embd = 32;
     c.pos = pos;
     if (pos == PosEncoding::Sinusoidal) {  // the other choices vary too
         c.bias = BiasLayout::GPT2, c.gelu = GeluKind::Tanh;
+    }
+    if (pos == PosEncoding::Rope) {
+        c.norm = NormKind::RMSNorm, c.mlp = relu2 ? MlpKind::ReLU2 : MlpKind::SwiGLU;
+        c.qk_norm = true, c.logit_softcap = 3.0f;
     }
     // Spread-out logits, so that sampling is not all one token. (Tied to the N(0, 1) embedding,
     // lm_head would give logits so large that every sequence soon repeats one token.)
@@ -93,10 +99,11 @@ double check_cached_logits(const GPTConfig& c, int first) {
 }  // namespace
 
 TEST_CASE("the cached forward's logits are gpt_forward's, to float rounding", "[kvcache][sample]") {
-    for (PosEncoding pos : {PosEncoding::Learned, PosEncoding::Sinusoidal}) {
+    for (PosEncoding pos : {PosEncoding::Learned, PosEncoding::Sinusoidal, PosEncoding::Rope}) {
         INFO("pos " << to_string(pos));
         check_cached_logits(small_config(pos), 5);
     }
+    check_cached_logits(small_config(PosEncoding::Rope, /*relu2=*/true), 5);
     // A first call of more than one block of attention rows (64): a long prompt, a refill.
     GPTConfig c = small_config(PosEncoding::Learned);
     c.block_size = 80;
@@ -106,8 +113,9 @@ TEST_CASE("the cached forward's logits are gpt_forward's, to float rounding", "[
 TEST_CASE("generation with the KV cache gives the uncached path's tokens, past block_size too",
           "[kvcache][sample]") {
     const int max_new_tokens = 40;  // block_size 16: 24+ tokens with a cropped, sliding context
-    for (PosEncoding pos : {PosEncoding::Learned, PosEncoding::Sinusoidal}) {
-        const GPTConfig c = small_config(pos);
+    for (const GPTConfig& c : {small_config(PosEncoding::Learned), small_config(PosEncoding::Sinusoidal),
+                               small_config(PosEncoding::Rope), small_config(PosEncoding::Rope, true)}) {
+        const PosEncoding pos = c.pos;
         GPT<float> model;
         gpt_build(model, c, 1, 1);
         gpt_init(model, 11);

@@ -70,11 +70,13 @@ inline void checkpoint_bytes(const uint8_t* data, size_t size) {
 
 // Any bytes as a text for the "char" tokenizer: utf8_next walks them without reading past the
 // end and re-encoding each code point gives back its bytes; the tokenizer accepts exactly the
-// non-empty valid UTF-8 texts, its vocabulary is in increasing code-point order, and
-// decode(encode(text)) == text.
+// valid UTF-8 texts of at least two distinct characters (a vocabulary of one token predicts
+// nothing), its vocabulary is in increasing code-point order, and decode(encode(text)) == text.
 inline void text_bytes(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     bool valid = true;
+    char32_t first = 0;
+    bool two_distinct = false;
     for (size_t pos = 0; pos < text.size();) {
         char32_t cp = 0;
         const size_t n = utf8_next(text, pos, cp);
@@ -83,6 +85,8 @@ inline void text_bytes(const uint8_t* data, size_t size) {
             break;
         }
         promise(n <= 4 && pos + n <= text.size() && utf8_encode(cp) == text.substr(pos, n), "utf8_next");
+        if (pos == 0) first = cp;
+        two_distinct = two_distinct || cp != first;
         pos += n;
     }
     bool accepted = false;
@@ -98,7 +102,7 @@ inline void text_bytes(const uint8_t* data, size_t size) {
         promise(ids.size() <= text.size() && tok.decode(ids.data(), ids.size()) == text, "char round trip");
     } catch (const Error&) {
     }
-    promise(accepted == (valid && !text.empty()), "accepts exactly valid UTF-8");
+    promise(accepted == (valid && two_distinct), "accepts exactly valid UTF-8 of two characters or more");
 }
 
 // Any bytes through GPT-2's BPE: every id in [0, V) and decode(encode(x)) == x, with and without
