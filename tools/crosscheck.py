@@ -336,8 +336,7 @@ def make_nanogpt(args):
         x = torch.stack([data[i:i + T] for i in ix])
         y = torch.stack([data[i + 1:i + T + 1] for i in ix])
         _, loss = model(x, y)
-        for o in opt:
-            o.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
     os.makedirs(args.out, exist_ok=True)

@@ -94,7 +94,9 @@ def handgrad_config(cfg):
             raise HFError(f"config.json: {msg}")
     return dict(vocab_size=cfg["vocab_size"], block_size=cfg["n_positions"], n_layer=cfg["n_layer"],
                 n_head=cfg["n_head"], n_embd=cfg["n_embd"], dropout=0.0, bias=True, qkv_bias=True,
-                bias_layout="gpt2", tie_weights=True, pos_encoding="learned", gelu=gelu, init="gpt2")
+                bias_layout="gpt2", tie_weights=True, pos_encoding="learned", gelu=gelu, init="gpt2",
+                norm="layernorm", mlp="gelu", rope_base=10000.0, qk_norm=False, logit_softcap=0.0,
+                init_zero_proj=False)
 
 
 def handgrad_name(hf):
