@@ -318,8 +318,9 @@ int main(int argc, char** argv) {
                                                 "{}, timing took {:.1f} s)", trainer.cfg.time_budget,
                                                 1000 * plan.step_seconds, plan.timed_steps, plan.spent));
         }
-        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size},
-                                          {"init_from", flags.init_from}}.dump();
+        // What the checkpoint records of how the run was started: the same for a run and its
+        // resumption, so that a resumed run's checkpoint is the straight run's, byte for byte.
+        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size}}.dump();
 
         const std::string csv_path = (fs::path(flags.out_dir) / "log.csv").string();
         const bool new_csv = flags.init_from != "resume" || !fs::exists(csv_path);
