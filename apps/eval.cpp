@@ -47,9 +47,12 @@ int main(int argc, char** argv) {
         openblas_set_num_threads(omp_get_max_threads());
         const Checkpoint ck = Checkpoint::load(ckpt);
         const auto tok = checkpoint_tokenizer(ck.tokenizer, ck.vocab, tokenizer.name, tokenizer.gpt2_dir);
-        std::vector<int> ids = tok->encode(read_text_file(text_path.empty() ? data_path : text_path));
-        if (!data_path.empty()) {
-            Split s = split_train_val(ids);
+        const std::string text = read_text_file(text_path.empty() ? data_path : text_path);
+        std::vector<int> ids;
+        if (data_path.empty()) {
+            ids = tok->encode(text);
+        } else {
+            Split s = split_text(text, *tok);
             ids = split_name == "val" ? s.val : s.train;
         }
         check_memory_available(memory_need(ck.config, batch_size, ck.config.block_size, 1, 1));

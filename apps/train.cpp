@@ -180,7 +180,6 @@ struct RunData {
     bool resume = false;  // ck is out_dir's, to resume; otherwise (if any) the weights to start from
     std::unique_ptr<TextTokenizer> tok;
     GPTConfig config;
-    std::vector<int> ids;
     Split split;
     std::vector<std::string> vocab;
 };
@@ -207,8 +206,7 @@ static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const
         d.config = d.resume ? d.ck->config : model.finetune_config(d.ck->config);
         d.tok = checkpoint_tokenizer(d.ck->tokenizer, d.ck->vocab, f.tokenizer.name, f.tokenizer.gpt2_dir);
     }
-    d.ids = d.tok->encode(text);
-    d.split = split_train_val(d.ids);
+    d.split = split_text(text, *d.tok);
     if (d.tok->name() == "char") d.vocab = dynamic_cast<const Tokenizer&>(*d.tok).vocab;
     // Both splits must hold at least one window before any time is spent.
     const int T = d.config.block_size;
@@ -226,7 +224,8 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
     fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, GELU {}, dropout {})\n",
                trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
                to_string(c.bias), c.tie_weights ? "tied" : "untied", to_string(c.gelu), c.dropout);
-    fmt::print("data: {} tokens of the {} tokenizer ({} train, {} val); {} tokens per iteration\n", d.ids.size(),
+    fmt::print("data: {} tokens of the {} tokenizer ({} train, {} val); {} tokens per iteration\n",
+               d.split.train.size() + d.split.val.size(),
                d.tok->name(), d.split.train.size(), d.split.val.size(), tokens_per_iter(trainer));
     fmt::print("threads: {}{}, SIMD: {}\n", threads,
                tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",

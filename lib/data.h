@@ -5,8 +5,8 @@
 //
 //   text  = read_text_file(path)                    // the whole file, as bytes
 //   tok   = Tokenizer::from_text(text)              // vocabulary = the distinct characters
-//   ids   = tok.encode(text)                        // one id per character
-//   split = split_train_val(ids)                    // first 90 % train, last 10 % val
+//   split = split_text(text, tok)                   // first 90 % of the characters train, the
+//                                                   // rest val, each part encoded on its own
 //   sample_batch(idx, targets, split.train, B, T, rng)   // B windows of T+1 tokens
 //
 // Characters, not bytes. A "character" here is one Unicode code point, and the text must be
@@ -66,6 +66,13 @@ struct Split {
     std::vector<int> val;    // (n - n_train)
 };
 Split split_train_val(const std::vector<int>& ids, double train_fraction = 0.9);
+
+// nanoGPT's prepare.py for any tokenizer: the text is cut after int(n * train_fraction) of its
+// n characters (code points; a byte that is not valid UTF-8 counts as one), and each part is
+// encoded on its own. With the char tokenizer (one id per character) this is exactly
+// split_train_val(tok.encode(text)); with GPT-2's BPE no token straddles the cut, so tiny
+// Shakespeare gives nanoGPT's 301,966 train and 36,059 val tokens.
+Split split_text(std::string_view text, const TextTokenizer& tok, double train_fraction = 0.9);
 
 // B random windows of T+1 consecutive tokens (nanoGPT's get_batch): for each row b a start
 // i = rng.below(len - T), uniform in [0, len - T - 1], then

@@ -132,15 +132,11 @@ TEST_CASE("gpt2: tiny Shakespeare split 90/10 by characters is 301,966 + 36,059 
     }
     const Gpt2Tokenizer& tok = gpt2();
     const std::string text = read_text_file(data);
-    // nanoGPT's data/shakespeare/prepare.py: n = len(data) in code points, data[:int(n * 0.9)].
-    size_t n = 0;
-    char32_t cp;
-    for (size_t pos = 0; pos < text.size(); pos += utf8_next(text, pos, cp)) n++;
-    const size_t n_train = size_t(double(n) * 0.9);
-    size_t cut = 0;
-    for (size_t i = 0; i < n_train; i++) cut += utf8_next(text, cut, cp);
-    const std::vector<int> train = tok.encode(std::string_view(text).substr(0, cut));
-    const std::vector<int> val = tok.encode(std::string_view(text).substr(cut));
+    // nanoGPT's data/shakespeare/prepare.py: n = len(data) in code points, data[:int(n * 0.9)],
+    // each part encoded on its own; build/train and build/eval split the same way.
+    const Split split = split_text(text, tok);
+    const std::vector<int>& train = split.train;
+    const std::vector<int>& val = split.val;
     CHECK(train.size() == 301966);
     CHECK(val.size() == 36059);
     const std::vector<int> all = tok.encode(text);

@@ -184,6 +184,37 @@ TEST_CASE("split_train_val: first 90 % train, rest val", "[data]") {
     REQUIRE_THROWS_WITH(split_train_val(iota_ids(10), 1.5), Contains("got 1.5"));
 }
 
+TEST_CASE("split_text: the cut falls after 90 % of the characters; char ids split the same way", "[data]") {
+    // 10 characters, 3 of them multi-byte: the cut after int(10 * 0.9) = 9 characters is at a
+    // byte offset no byte count would give.
+    const std::string text = "ab\xC3\xA9" "cd\xE2\x82\xAC" "efg\xF0\x9F\x98\x80";
+    const Tokenizer tok = Tokenizer::from_text(text);
+    const Split by_text = split_text(text, tok);
+    const Split by_ids = split_train_val(tok.encode(text));
+    CHECK(by_text.train == by_ids.train);
+    CHECK(by_text.val == by_ids.val);
+    REQUIRE(by_text.val.size() == 1);
+    CHECK(tok.decode(by_text.val.data(), 1) == "\xF0\x9F\x98\x80");
+    CHECK(split_text(text, tok, 0.5).train.size() == 5);
+    CHECK(split_text(text, tok, 1.0).val.empty());
+    REQUIRE_THROWS_WITH(split_text(text, tok, 0.0), Contains("train_fraction must be in (0, 1]"));
+}
+
+TEST_CASE("split_text: a byte that is not UTF-8 counts as one character", "[data]") {
+    // A tokenizer that gives one id per byte, so the cut can be read off the sizes.
+    struct Bytes : TextTokenizer {
+        std::vector<int> encode(std::string_view t) const override { return std::vector<int>(t.begin(), t.end()); }
+        std::string decode(const int*, size_t) const override { return ""; }
+        int size() const override { return 256; }
+        std::string name() const override { return "bytes"; }
+    };
+    // 9 stray bytes and one 2-byte character: 10 characters, the cut after 9 is 9 bytes in.
+    const std::string text = std::string(9, '\xFF') + "\xC3\xA9";
+    const Split s = split_text(text, Bytes{});
+    CHECK(s.train.size() == 9);
+    CHECK(s.val.size() == 2);
+}
+
 TEST_CASE("sample_batch: windows of the data, targets shifted by one", "[data]") {
     const int B = 8, T = 16, len = 1000;
     // ids[i] = 7i + 3: every value names its position, so a window's start can be recovered.

@@ -42,7 +42,7 @@ int main(int argc, char** argv) try {
         else hg::fail("unknown argument '{}' (--data=FILE, --out=PATH)", arg);
     }
     const hg::Tokenizer tok = hg::Tokenizer::from_text(text);  // one token per character
-    const hg::Split split = hg::split_train_val(tok.encode(text));  // 90 % train, 10 % val
+    const hg::Split split = hg::split_text(text, tok);  // 90 % of the characters train, 10 % val
 
     hg::GPTConfig config = hg::preset("course");  // then smaller: 2 blocks, 4 heads, 64 channels
     config.vocab_size = tok.size(), config.n_layer = 2, config.n_embd = 64, config.block_size = 32;
