@@ -8,7 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <csignal>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -141,7 +144,13 @@ inline std::string read_stdin() {
 
 // Runs an app's body: flag errors exit 2, everything thrown by the body exits 1, each as one
 // line. Nothing escapes as an uncaught exception (which would end the program with SIGABRT).
+// SIGPIPE is ignored, so output into a closed pipe (`build/sample | head -1`) is a failed
+// write (fmt throws; a plain fwrite leaves stdout's error flag, checked at the end), not a
+// signal; a checkpoint already saved stays.
 inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+    std::signal(SIGPIPE, SIG_IGN);
+    // The error line itself is written with stdio, which never throws, even into a full disk.
+    auto report = [](const char* what) { std::fprintf(stderr, "error: %s\n", what); };
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -149,22 +158,27 @@ inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int
     } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        fmt::print(stderr, "error: {}\n", e.what());
+        report(e.what());
         return 2;
     }
     try {
-        return body();
+        const int status = body();
+        // What is still in stdout's buffer is written now, so a write that failed (a full disk,
+        // a closed pipe) is reported as an error instead of being lost at exit.
+        check(std::fflush(stdout) == 0 && !std::ferror(stdout), "cannot write to standard output: {}",
+              std::strerror(errno));
+        return status;
     } catch (const Error& e) {
-        fmt::print(stderr, "error: {}\n", e.what());
+        report(e.what());
         return 1;
     } catch (const std::bad_alloc&) {
-        fmt::print(stderr, "error: out of memory\n");
+        report("out of memory");
         return 1;
     } catch (const std::exception& e) {  // std::filesystem's errors among them: what() names the paths
-        fmt::print(stderr, "error: {}\n", e.what());
+        report(e.what());
         return 1;
     } catch (...) {
-        fmt::print(stderr, "error: an unknown exception\n");
+        report("an unknown exception");
         return 1;
     }
 }

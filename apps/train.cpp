@@ -53,8 +53,8 @@ static void print_plan(const TrainConfig& c, const std::string& what) {
 }
 
 // Tokens of one iteration, over every rank and micro-batch.
-static int tokens_per_iter(const Trainer& t) {
-    return t.dist.size * t.cfg.batch_size * t.cfg.gradient_accumulation_steps * t.model.config.block_size;
+static int64_t tokens_per_iter(const Trainer& t) {
+    return int64_t(t.dist.size) * t.cfg.batch_size * t.cfg.gradient_accumulation_steps * t.model.config.block_size;
 }
 
 // The run's reports as lines on stdout and rows in log.csv (the other ranks' go to /dev/null).

@@ -16,11 +16,13 @@ void TrainConfig::validate() const {
     check(batch_size >= 1, "batch_size must be positive (got {})", batch_size);
     check(batch_threads >= 1 && batch_size % batch_threads == 0,
           "batch_threads ({}) must be positive and divide batch_size ({})", batch_threads, batch_size);
-    check(gradient_accumulation_steps >= 1, "gradient_accumulation_steps must be positive (got {})",
-          gradient_accumulation_steps);
+    // The upper bounds keep a typo from becoming a run that never finishes its first step or
+    // evaluation: 65,536 micro-batches a step, a million batches an evaluation.
+    check(gradient_accumulation_steps >= 1 && gradient_accumulation_steps <= (1 << 16),
+          "gradient_accumulation_steps must be in [1, 65536] (got {})", gradient_accumulation_steps);
     check(max_iters >= 0, "max_iters must be >= 0 (got {})", max_iters);
     check(eval_interval >= 1, "eval_interval must be positive (got {})", eval_interval);
-    check(eval_iters >= 1, "eval_iters must be positive (got {})", eval_iters);
+    check(eval_iters >= 1 && eval_iters <= 1000000, "eval_iters must be in [1, 1000000] (got {})", eval_iters);
     check(log_interval >= 1, "log_interval must be positive (got {})", log_interval);
     check(std::isfinite(grad_clip) && grad_clip >= 0, "grad_clip must be >= 0 (got {})", grad_clip);
     check(adamw.beta1 >= 0 && adamw.beta1 < 1, "beta1 must be in [0, 1) (got {})", adamw.beta1);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "lib/errors.h"
 
@@ -22,6 +23,13 @@ RunResult run_training(Trainer& trainer, const BudgetPlan& plan, const RunSettin
     const double t_start = t_last;
     int iters_since_log = 0;
     TimeBudget budget(trainer, plan, [&] { return plan.spent + now() - t_start - result.eval_seconds; });
+    // Asked on every rank at the same points, so every rank stops at the same one.
+    auto interrupted = [&] { return dist_any(trainer.dist, settings.interrupted && settings.interrupted()); };
+    auto stop_here = [&](int iter) {
+        trainer.save(settings.ckpt_path);
+        observer.interrupted(iter);
+        result.interrupted = true;
+    };
     while (true) {
         const int iter = trainer.progress.iter_num;
         if (const auto replanned = budget.replan_if_due()) observer.replanned(*replanned);
@@ -29,8 +37,14 @@ RunResult run_training(Trainer& trainer, const BudgetPlan& plan, const RunSettin
         const bool last = iter >= c.max_iters || result.clock_stopped;
         if (iter % c.eval_interval == 0 || last) {
             const double t0 = now();
-            const double train_loss = trainer.estimate_loss(*trainer.train_ids);
-            const double val_loss = trainer.estimate_loss(*trainer.val_ids);
+            const std::optional<double> train = trainer.estimate_loss(*trainer.train_ids, interrupted);
+            const std::optional<double> val = train ? trainer.estimate_loss(*trainer.val_ids, interrupted) : std::nullopt;
+            if (!val) {  // interrupted mid-evaluation: save without it
+                result.eval_seconds += now() - t0;
+                stop_here(iter);
+                break;
+            }
+            const double train_loss = *train, val_loss = *val;
             check(trainer.ranks_agree(), "the ranks' weights differ at iter {}: the MPI sum is not identical on every rank",
                   iter);
             observer.evaluated(iter, train_loss, val_loss);
@@ -44,10 +58,8 @@ RunResult run_training(Trainer& trainer, const BudgetPlan& plan, const RunSettin
             result.eval_seconds += t_last - t0;
         }
         if (last) break;
-        if (dist_any(trainer.dist, settings.interrupted && settings.interrupted())) {  // every rank stops here
-            trainer.save(settings.ckpt_path);
-            observer.interrupted(iter);
-            result.interrupted = true;
+        if (interrupted()) {
+            stop_here(iter);
             break;
         }
         const StepResult r = trainer.step();

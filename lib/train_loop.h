@@ -5,7 +5,8 @@
 //     (Trainer::estimate_loss), and a checkpoint when the val loss is the best so far, or always
 //     with always_save_checkpoint, or at the last iteration; never at the iteration the run
 //     started from (that checkpoint exists already);
-//   - an interrupt (a stop signal: stop_signal.h) saves a checkpoint and ends the run;
+//   - an interrupt (a stop signal: stop_signal.h) saves a checkpoint and ends the run; one
+//     that arrives during an evaluation cuts it short (asked before each of its batches);
 // then the step, and a log line every log_interval iterations and at the planned last one. A
 // non-finite loss ends the run with an hg::Error and saves nothing: the last good checkpoint
 // stays as it was. Evaluating and saving do not count against a time budget.
@@ -28,7 +29,7 @@ struct RunSettings {
     std::string ckpt_path;               // where checkpoints go (rank 0 writes them)
     bool always_save_checkpoint = true;  // save at every evaluation, not only on a new best val loss
     std::function<double()> clock = steady_seconds;  // wall-clock seconds
-    std::function<bool()> interrupted;   // asked before each step (on every rank); empty: never
+    std::function<bool()> interrupted;   // asked before each step and each evaluation batch (on every rank); empty: never
 };
 
 // What a run reports as it goes, for whoever prints it; each call comes after the fact.

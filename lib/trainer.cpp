@@ -227,7 +227,9 @@ int Trainer::replan_time_budget(double seconds_left, double step_seconds) {
     return cfg.max_iters;
 }
 
-double Trainer::estimate_loss(const std::vector<int>& ids) {
+double Trainer::estimate_loss(const std::vector<int>& ids) { return *estimate_loss(ids, [] { return false; }); }
+
+std::optional<double> Trainer::estimate_loss(const std::vector<int>& ids, const std::function<bool()>& stop) {
     const int B = cfg.batch_size, T = model.config.block_size;
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
@@ -235,6 +237,7 @@ double Trainer::estimate_loss(const std::vector<int>& ids) {
     const int R = cfg.batch_threads, rows = B / R;
     for (int s = 0; s < R; s++) thread_loss[s] = 0;
     for (int i = 0; i < cfg.eval_iters; i++) {
+        if (stop()) return std::nullopt;
         sample_rank_rows(idx, targets, ids, B, T, rng, dist, &ids == val_ids ? "val" : "train");
         for_each_batch_thread(R, [&](int s) {
             const size_t at = size_t(s) * rows * T;

@@ -33,6 +33,8 @@
 // generator derived from (seed, iter). So N steps, save, resume, N steps gives bit-identical
 // weights to 2N steps in one run (same thread setting).
 #pragma once
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,9 @@ struct Trainer {
     // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
     // on (seed, iter), so evaluating does not disturb training's random stream.
     double estimate_loss(const std::vector<int>& ids);
+    // The same, asking `stop` before each batch (on every rank, in step): nothing once it says
+    // true, so a stop signal does not wait for a long evaluation to finish.
+    std::optional<double> estimate_loss(const std::vector<int>& ids, const std::function<bool()>& stop);
     // Writes the checkpoint on rank 0 (cfg and run_info as its train_config); the other ranks
     // hold the same state and write nothing.
     void save(const std::string& path) const;

@@ -67,6 +67,8 @@ TEST_CASE("train: meaningless numbers and unusable paths are refused in one line
         {"--max_iters=-1", "max_iters"}, {"--eval_interval=0", "eval_interval"}, {"--eval_iters=0", "eval_iters"},
         {"--log_interval=0", "log_interval"}, {"--warmup_iters=-1", "warmup_iters"},
         {"--lr_decay_iters=-5", "lr_decay_iters"}, {"--gradient_accumulation_steps=0", "gradient_accumulation_steps"},
+        {"--gradient_accumulation_steps=2000000000", "gradient_accumulation_steps"},
+        {"--eval_iters=2000000000", "eval_iters"},
         {"--batch_size=-1", "batch_size"}, {"--batch_threads=0", "batch_threads"}, {"--batch_threads=3", "batch_threads"},
         {"--n_head=0", "n_head"}, {"--n_embd=-16", "n_embd"}, {"--n_layer=0", "n_layer"},
         {"--n_layer=100000000", "n_layer"}, {"--block_size=2000000000", "block_size"},
@@ -138,4 +140,29 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
         {"--tokenizer=gpt2 --gpt2_dir=" + s.file, "plain"}, {"--tokenizer=foo", "foo"},
         {"--tokenizer=char --data=/dev/zero", "not a regular file"},
     });
+}
+
+TEST_CASE("output into a closed pipe is one error line and exit 1, not SIGPIPE", "[robust][errors][apps]") {
+    TempDir tmp{"handgrad-pipe"};
+    std::string text;
+    for (int i = 0; i < 20000; i++) text += "the quality of mercy is not strained; it droppeth as the gentle rain.\n";
+    const std::string data = write_file(tmp.path / "data.txt", text);
+    // tokenize writes ~3 MB of ids; `head -c 1` closes the pipe after the first byte.
+    const Run r = run("bash -c '" + bin("tokenize") + " --tokenizer=char --data=" + data + " < " + data +
+                      " | head -c 1 > /dev/null; exit ${PIPESTATUS[0]}'");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("error: ") != std::string::npos);
+}
+
+TEST_CASE("output onto a full disk is one error line and exit 1, not a silent short file", "[robust][errors][apps]") {
+    if (!std::filesystem::exists("/dev/full")) return;
+    TempDir tmp{"handgrad-full"};
+    const std::string data = write_file(tmp.path / "data.txt", "to be or not to be\n");
+    const Run r = run("(" + bin("tokenize") + " --tokenizer=char --data=" + data + " < " + data + " > /dev/full)");
+    expect_error(r, "cannot write to standard output");
+    // With stderr on the full disk too the error line is lost, but the exit is still an orderly 1.
+    const Run both = run("bash -c '" + bin("tokenize") + " --tokenizer=char --data=" + data + " < " + data +
+                         " > /dev/full 2>&1; echo exit $?'");
+    CHECK(both.output == "exit 1\n");
 }

@@ -148,3 +148,21 @@ TEST_CASE("an interrupt saves and ends the run; a non-finite loss ends it and sa
     CHECK(read_bytes(settings.ckpt_path) == before);
     CHECK(nan_run.events.empty());  // no evaluation at 4 (not an eval_interval), no log line, no save
 }
+
+TEST_CASE("an interrupt during an evaluation cuts it short, saves, and ends the run", "[train][loop]") {
+    TempDir tmp("handgrad-loop");
+    RunSettings settings;
+    settings.ckpt_path = (tmp.path / "ckpt.safetensors").string();
+    TrainConfig tc = tiny_recipe();
+    tc.max_iters = 10, tc.eval_interval = 5, tc.eval_iters = 100000;  // an evaluation of 2 × 100,000 batches
+    Tiny tiny(tc);
+    // Before each step and each evaluation batch; the first evaluation (at iter 0) asks first.
+    int asked = 0;
+    settings.interrupted = [&] { return ++asked == 3; };
+    Recorder rec;
+    const RunResult run = run_training(tiny.trainer, BudgetPlan{}, settings, rec);
+    CHECK(run.interrupted);
+    CHECK(asked == 3);  // two batches evaluated, the third never started
+    CHECK(rec.events == std::vector<std::string>{"interrupted 0"});
+    CHECK(Checkpoint::load(settings.ckpt_path).progress.iter_num == 0);
+}
