@@ -24,7 +24,8 @@ OPT      ?= -O3
 # twins, the kernels' scalar tails) rounds each operation as written. That is not bit-identity
 # across SIMD targets: Highway's MulAdd fuses on AVX2 and not on SSE4, and lane sums follow the
 # vector width. The same SIMD target and thread setting give the same bits (lib/kernels/simd.h).
-CXXFLAGS ?= $(OPT) -g -std=c++17 -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter
+DEBUG    ?= -g
+CXXFLAGS ?= $(OPT) $(DEBUG) -std=c++17 -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter
 CPPFLAGS += -I. -MMD -MP
 
 # OpenMP (switch off with OPENMP=0): our own loops, and OpenBLAS too, because we link
@@ -101,6 +102,12 @@ $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
+# The apps and the tests are thin over the library (flags, printing, checks; every hot loop is in
+# lib/): -O1 with line tables only (-g1) builds them in half the time of $(OPT) $(DEBUG). Scalar
+# results do not change with -O (-ffp-contract=off, no fast-math), so neither do the tests'.
+THIN_FLAGS ?= -O1 -g1
+$(BUILD)/obj/apps/%.o $(BUILD)/obj/tests/%.o: CXXFLAGS += $(THIN_FLAGS)
+
 # dist.o alone is compiled with MPI, and again whenever MPI is switched on or off.
 $(BUILD)/obj/lib/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
 $(BUILD)/obj/lib/dist.o: $(BUILD)/mpi-$(MPI).stamp
@@ -128,7 +135,7 @@ test: build data data-gpt2
 
 # The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps data data-gpt2
-	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) BUILD=build-asan SAN=1 OPT=-O1 MPI=0 \
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) BUILD=build-asan SAN=1 OPT=-O1 DEBUG=-g1 MPI=0 \
 	  $(APP_SRC:apps/%.cpp=build-asan/%) build-asan/tests
 	$(TEST_ENV) HANDGRAD_BIN=build-asan ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=$(THREADS) ./build-asan/tests $(TEST_ARGS)
@@ -143,7 +150,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CXX     ?= clang++
 # One SIMD target (Highway's static one): the fuzzers test parsing, not kernels, and each kernel
 # file would otherwise be compiled for every target, under sanitizers.
-FUZZ_FLAGS   := -O1 -g -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined \
+FUZZ_FLAGS   := -O1 -g1 -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -DHWY_COMPILE_ONLY_STATIC=1
 FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.cpp=build-fuzz/%)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -65,16 +66,18 @@ std::string describe(char32_t cp) {
 
 Tokenizer Tokenizer::from_text(std::string_view text) {
     check(!text.empty(), "cannot build a vocabulary from empty text");
-    // Mark every code point that occurs; walking the marks in order gives the sorted vocabulary.
-    std::vector<bool> seen(0x110000, false);
+    // One bit for every code point U+0000..U+10FFFF, set for each that occurs; reading the set
+    // bits in order (64 at a time) gives the sorted vocabulary.
+    std::vector<uint64_t> seen(0x110000 / 64, 0);
     char32_t cp;
     for (size_t pos = 0, len; pos < text.size(); pos += len) {
         len = utf8_next_or_fail(text, pos, cp);
-        seen[cp] = true;
+        seen[cp / 64] |= uint64_t(1) << (cp % 64);
     }
     std::vector<std::string> vocab;
-    for (char32_t c = 0; c < 0x110000; c++)
-        if (seen[c]) vocab.push_back(utf8_encode(c));
+    for (size_t w = 0; w < seen.size(); w++)
+        for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1)  // clears the lowest set bit
+            vocab.push_back(utf8_encode(char32_t(w * 64 + __builtin_ctzll(bits))));
     check(vocab.size() >= 2, "the text has only {} distinct character; a vocabulary needs at least 2",
           vocab.size());
     return from_vocab(std::move(vocab));

@@ -263,9 +263,10 @@ SafetensorsFile SafetensorsFile::load(const std::string& path) {
               "{} is truncated or corrupt: tensor '{}' has data_offsets [{}, {}], outside the {}-byte "
               "data buffer",
               path, name, e.begin, e.end, buffer_len);
-        check(e.begin >= covered, "{}: tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", path,
-              sorted[i - 1].first, sorted[i - 1].second.begin, sorted[i - 1].second.end, name, e.begin,
-              e.end);
+        if (i > 0)  // (the message names sorted[i - 1], and check() evaluates it even when passing)
+            check(e.begin >= covered, "{}: tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", path,
+                  sorted[i - 1].first, sorted[i - 1].second.begin, sorted[i - 1].second.end, name, e.begin,
+                  e.end);
         check(e.begin == covered, "{}: gap of {} bytes in the data buffer before tensor '{}' (at {})", path,
               e.begin - covered, name, covered);
         covered = e.end;
