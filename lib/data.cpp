@@ -150,17 +150,9 @@ Split split_train_val(const std::vector<int>& ids, double train_fraction) {
 Split split_text(std::string_view text, const TextTokenizer& tok, double train_fraction) {
     check(train_fraction > 0.0 && train_fraction <= 1.0, "train_fraction must be in (0, 1], got {}",
           train_fraction);
-    // The length in bytes of the character at pos: its UTF-8 sequence, or 1 for a stray byte.
-    auto char_bytes = [&](size_t pos) {
-        char32_t cp;
-        const size_t len = utf8_next(text, pos, cp);
-        return len == 0 ? size_t(1) : len;
-    };
-    size_t n = 0;
-    for (size_t pos = 0; pos < text.size(); pos += char_bytes(pos)) n++;
-    const size_t n_train = size_t(double(n) * train_fraction);  // int(n * 0.9), as in Python
+    const size_t n_train = size_t(double(utf8_count_chars(text)) * train_fraction);  // int(n * 0.9), as in Python
     size_t cut = 0;
-    for (size_t i = 0; i < n_train; i++) cut += char_bytes(cut);
+    for (size_t i = 0; i < n_train; i++) cut += utf8_char_bytes(text, cut);
     return Split{tok.encode(text.substr(0, cut)), tok.encode(text.substr(cut))};
 }
 

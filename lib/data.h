@@ -68,7 +68,7 @@ struct Split {
 Split split_train_val(const std::vector<int>& ids, double train_fraction = 0.9);
 
 // nanoGPT's prepare.py for any tokenizer: the text is cut after int(n * train_fraction) of its
-// n characters (code points; a byte that is not valid UTF-8 counts as one), and each part is
+// n characters (as utf8_count_chars counts them), and each part is
 // encoded on its own. With the char tokenizer (one id per character) this is exactly
 // split_train_val(tok.encode(text)); with GPT-2's BPE no token straddles the cut, so tiny
 // Shakespeare gives nanoGPT's 301,966 train and 36,059 val tokens.

@@ -66,11 +66,7 @@ std::vector<int> parse_ids(std::string_view text, int V) {
 }
 
 size_t count_characters(const TextTokenizer& tok, const int* ids, size_t n) {
-    const std::string text = tok.decode(ids, n);
-    size_t count = 0;
-    char32_t cp;
-    for (size_t pos = 0; pos < text.size(); count++) pos += std::max<size_t>(1, utf8_next(text, pos, cp));
-    return count;
+    return utf8_count_chars(tok.decode(ids, n));
 }
 
 }  // namespace hg

@@ -61,8 +61,8 @@ std::unique_ptr<TextTokenizer> checkpoint_tokenizer(const std::string& trained_w
 // cannot hold (as outside [0, V)). Whether each id is below V is for decode or the model to check.
 std::vector<int> parse_ids(std::string_view text, int V);
 
-// The characters (Unicode code points; an invalid UTF-8 byte counts as one) in the text of
-// ids[0..n): what bits per character divide by, so char and BPE models compare.
+// The characters (as utf8_count_chars counts them) in the text of ids[0..n): what bits per
+// character divide by, so char and BPE models compare.
 size_t count_characters(const TextTokenizer& tok, const int* ids, size_t n);  // ids (n)
 
 }  // namespace hg

@@ -49,4 +49,16 @@ std::string utf8_encode(char32_t cp) {
     return out;
 }
 
+size_t utf8_char_bytes(std::string_view s, size_t pos) {
+    char32_t cp;
+    const size_t len = utf8_next(s, pos, cp);
+    return len == 0 ? 1 : len;
+}
+
+size_t utf8_count_chars(std::string_view s) {
+    size_t n = 0;
+    for (size_t pos = 0; pos < s.size(); pos += utf8_char_bytes(s, pos)) n++;
+    return n;
+}
+
 }  // namespace hg

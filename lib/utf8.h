@@ -22,4 +22,9 @@ size_t utf8_next(std::string_view s, size_t pos, char32_t& cp);
 // The UTF-8 bytes of cp (cp <= U+10FFFF and not a surrogate).
 std::string utf8_encode(char32_t cp);
 
+// Characters as the data split and eval's bits per character count them: a valid UTF-8
+// sequence is one character, and so is each byte that is not part of one.
+size_t utf8_char_bytes(std::string_view s, size_t pos);  // the bytes of the character at s[pos]
+size_t utf8_count_chars(std::string_view s);
+
 }  // namespace hg
