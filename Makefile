@@ -209,7 +209,8 @@ speedrun: build data
 
 # The search behind the preset: each candidate's step timed, then trained for the iterations
 # that fit in SEARCH_BUDGET seconds (single-threaded runs, SEARCH_JOBS at a time), and scored on
-# the whole val split; a markdown table as each ends. All 20 candidates × 600 s: about 3 h 20 min on 2 cores.
+# the whole val split; a markdown table as each ends. A candidate at 600 s costs about 10 minutes of this
+# 2-core machine (two train side by side, each on one core); SEARCH_ARGS='--only a,b,...' picks some.
 SEARCH_BUDGET ?= 600
 SEARCH_JOBS   ?= $(shell nproc)
 speedrun-search: build data

@@ -31,6 +31,7 @@ BIN = os.environ.get("HANDGRAD_BIN", "build")
 DATA = os.environ.get("HANDGRAD_DATA", "data/tinyshakespeare/input.txt")
 
 # name, what it tries, flags over --preset=speedrun (model and training flags alike).
+MODERN = {"norm": "rmsnorm", "pos": "rope", "mlp": "swiglu", "qk_norm": "true", "logit_softcap": 30}
 CANDIDATES = [
     ("base", "the preset as it stands", {}),
     ("cosine", "cosine decay to lr/10 (the preset before stage 4)", {"lr_decay": "cosine", "min_lr": 3e-4}),
@@ -62,12 +63,23 @@ CANDIDATES = [
     ("muon_momwarm", "Muon lr 2e-2, momentum ramped from 0.85 over 300 steps",
      {"optimizer": "muon", "muon_lr": 2e-2, "muon_momentum_warmup": 300}),
     ("muon_wd0.1", "Muon lr 2e-2, weight decay 0.1", {"optimizer": "muon", "muon_lr": 2e-2, "weight_decay": 0.1}),
+    # Today's block, one piece at a time (docs/modern-gpt.md), then together, then with Muon.
+    ("rmsnorm", "RMSNorm instead of LayerNorm", {"norm": "rmsnorm"}),
+    ("rope", "rotary positions instead of learned ones", {"pos": "rope"}),
+    ("swiglu", "SwiGLU MLP instead of GELU", {"mlp": "swiglu"}),
+    ("relu2", "ReLU² MLP instead of GELU", {"mlp": "relu2"}),
+    ("qk_norm", "QK-norm", {"qk_norm": "true"}),
+    ("softcap30", "logit soft cap 30", {"logit_softcap": 30}),
+    ("zero_proj", "the blocks' two output projections start at zero", {"init_zero_proj": "true"}),
+    ("modern", "rmsnorm + rope + swiglu + qk_norm + softcap 30", MODERN),
+    ("modern_muon", "modern, Muon lr 2e-2", {**MODERN, "optimizer": "muon", "muon_lr": 2e-2}),
+    ("modern_muon_lr1e-2", "modern, Muon lr 1e-2", {**MODERN, "optimizer": "muon", "muon_lr": 1e-2}),
 ]
 
 # Training flags that change the step's time: the batch, and the optimizer (Muon's Newton–Schulz).
 STEP_FLAGS = {"batch_size", "optimizer"}
 MODEL_FLAGS = {"n_layer", "n_head", "n_embd", "block_size", "dropout", "gelu", "tie_weights", "bias_layout", "pos",
-               "init", "bias"}
+               "init", "bias", "norm", "mlp", "qk_norm", "logit_softcap", "init_zero_proj", "rope_base"}
 
 
 def flag_list(flags):
