@@ -221,9 +221,9 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
     const GPTConfig& c = trainer.model.config;
     const TrainConfig& tc = trainer.cfg;
     const Dist& dist = trainer.dist;
-    fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, GELU {}, dropout {})\n",
+    fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, {}, dropout {})\n",
                trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
-               to_string(c.bias), c.tie_weights ? "tied" : "untied", to_string(c.gelu), c.dropout);
+               to_string(c.bias), c.tie_weights ? "tied" : "untied", describe_block(c), c.dropout);
     fmt::print("data: {} tokens of the {} tokenizer ({} train, {} val); {} tokens per iteration\n",
                d.split.train.size() + d.split.val.size(),
                d.tok->name(), d.split.train.size(), d.split.val.size(), tokens_per_iter(trainer));

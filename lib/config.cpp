@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "lib/errors.h"
 #include "lib/layers/swiglu.h"
 
@@ -48,9 +50,14 @@ static const std::vector<std::pair<std::string, GPTConfig>>& presets() {
         c.block_size = 256, c.n_layer = 6, c.n_head = 6, c.n_embd = 384, c.dropout = 0.2f;
         c.bias = BiasLayout::None, c.tie_weights = true;  // train.py's default bias=False
         t.push_back({"shakespeare-char", c});
-        c = GPTConfig{};  // the ten-minute recipe's model (tools/speedrun_search.py): L4 H4 C128, untied
-        c.block_size = 128, c.dropout = 0.0f, c.gelu = GeluKind::Tanh;
+        c = GPTConfig{};  // the ten-minute recipe's model (tools/speedrun_search.py): L4 H4 C128, untied,
+        c.block_size = 128, c.dropout = 0.0f;  // today's block (docs/speedrun.md)
+        c.norm = NormKind::RMSNorm, c.pos = PosEncoding::Rope, c.mlp = MlpKind::SwiGLU;
+        c.qk_norm = true, c.logit_softcap = 30.0f;
         t.push_back({"speedrun", c});
+        c = GPTConfig{};  // the recipe before it, kept reproducible: GPT-2's block (and AdamW)
+        c.block_size = 128, c.dropout = 0.0f, c.gelu = GeluKind::Tanh;
+        t.push_back({"speedrun-classic", c});
         c = GPTConfig{};  // GELU erf, as nanoGPT
         c.vocab_size = 50257, c.block_size = 1024, c.n_layer = 12, c.n_head = 12, c.n_embd = 768;
         c.bias = BiasLayout::GPT2, c.tie_weights = true;
@@ -106,6 +113,17 @@ std::string to_string(PosEncoding p) {
     }
     return "?";
 }
+std::string describe_block(const GPTConfig& c) {
+    std::string s = to_string(c.norm) + ", " + to_string(c.pos) + " positions";
+    if (c.pos == PosEncoding::Rope) s += fmt::format(" (base {})", c.rope_base);
+    s += ", " + to_string(c.mlp);
+    if (c.mlp == MlpKind::Gelu) s += " (" + to_string(c.gelu) + ")";
+    if (c.qk_norm) s += ", qk_norm";
+    if (c.logit_softcap > 0) s += fmt::format(", logit_softcap {}", c.logit_softcap);
+    if (c.init_zero_proj) s += ", init_zero_proj";
+    return s;
+}
+
 std::string to_string(GeluKind g) { return g == GeluKind::Erf ? "erf" : "tanh"; }
 std::string to_string(NormKind n) { return n == NormKind::LayerNorm ? "layernorm" : "rmsnorm"; }
 std::string to_string(MlpKind m) {

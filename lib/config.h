@@ -77,6 +77,11 @@ GPTConfig preset(const std::string& name);  // hg::Error naming the known ones f
 std::vector<std::string> preset_names();
 std::string preset_names(const std::string& separator);  // "course, shakespeare-char, ..."
 
+// The block's choices in the flags' words, for a run's header line: "layernorm, learned positions,
+// gelu (erf)" for GPT-2's block; "rmsnorm, rope positions (base 10000), swiglu, qk_norm,
+// logit_softcap 30" for today's.
+std::string describe_block(const GPTConfig& c);
+
 // Enum <-> the strings used on the command line and in checkpoints. Parsing throws hg::Error.
 std::string to_string(BiasLayout b);
 std::string to_string(PosEncoding p);

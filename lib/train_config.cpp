@@ -41,11 +41,15 @@ TrainConfig train_preset(const std::string& name) {
         t.batch_size = 64, t.max_iters = 5000, t.eval_interval = 250, t.eval_iters = 200;
         t.schedule = {1e-3, 1e-4, 100, 5000, true};
     }
-    if (name == "speedrun") {  // found by tools/speedrun_search.py; see the README
+    if (name == "speedrun" || name == "speedrun-classic") {  // found by tools/speedrun_search.py
         t.batch_size = 16, t.max_iters = 6000, t.eval_interval = 1000, t.eval_iters = 10, t.log_interval = 100;
         t.schedule = {3e-3, 0.0, 200, 6000, true, LrDecay::Linear};  // warmup, then straight down to 0
         t.adamw.weight_decay = 0.3f;
         t.time_budget = 600;
+    }
+    if (name == "speedrun") {  // Muon for the blocks' matrices, at its own lr on the same schedule
+        t.optimizer = OptimizerKind::Muon;
+        t.muon.lr = 1e-2f;
     }
     if (name == "finetune-shakespeare") {  // nanoGPT's finetune_shakespeare.py, sized for a CPU (docs/gpt2.md)
         t.batch_size = 4, t.gradient_accumulation_steps = 2, t.max_iters = 20;  // 4 × 2 × 256 tokens a step

@@ -274,6 +274,24 @@ TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][bud
     CHECK(speed.schedule.min_lr == 0);
     CHECK_NOTHROW(speed.validate());
     CHECK_NOTHROW(baby.validate());
+    // speedrun: today's block with Muon for the blocks' matrices; speedrun-classic: the recipe
+    // before it (GPT-2's block, AdamW alone), kept reproducible
+    const TrainConfig classic = train_preset("speedrun-classic");
+    CHECK(speed.optimizer == OptimizerKind::Muon);
+    CHECK(speed.muon.lr > speed.schedule.learning_rate);
+    CHECK(classic.optimizer == OptimizerKind::AdamW);
+    CHECK(classic.time_budget == 600);
+    CHECK(classic.schedule.learning_rate == speed.schedule.learning_rate);
+    const GPTConfig modern = preset("speedrun"), gpt2_block = preset("speedrun-classic");
+    CHECK(modern.norm == NormKind::RMSNorm);
+    CHECK(modern.pos == PosEncoding::Rope);
+    CHECK(modern.mlp == MlpKind::SwiGLU);
+    CHECK(modern.qk_norm);
+    CHECK(gpt2_block.norm == NormKind::LayerNorm);
+    CHECK(gpt2_block.mlp == MlpKind::Gelu);
+    CHECK(gpt2_block.gelu == GeluKind::Tanh);
+    CHECK(modern.n_embd == gpt2_block.n_embd);
+    CHECK(modern.block_size == gpt2_block.block_size);
 
     // An explicit --max_iters turns the speedrun preset's budget off (no clock, no plan).
     TempDir tmp("handgrad-budget");

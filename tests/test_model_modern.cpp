@@ -372,6 +372,10 @@ TEST_CASE("modern flags: train, resume, eval, sample past block_size, inspect", 
     const Run straight = run(bin("train") + common + " --max_iters=8 --out_dir=" + a);
     INFO(straight.output);
     REQUIRE(straight.status == 0);
+    // the header line names the block's choices (not a GELU the model does not have)
+    CHECK(straight.output.find("rmsnorm, rope positions (base 10000), swiglu, qk_norm, logit_softcap 30, "
+                               "init_zero_proj") != std::string::npos);
+    CHECK(straight.output.find("gelu") == std::string::npos);
     const Checkpoint ck = Checkpoint::load(a + "/ckpt.safetensors");
     CHECK(ck.config.norm == NormKind::RMSNorm);
     CHECK(ck.config.pos == PosEncoding::Rope);
