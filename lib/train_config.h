@@ -31,8 +31,8 @@ struct TrainConfig {
 
 // The training half of a preset (the model half is hg::preset, config.h): nanoGPT's
 // train_shakespeare_char.py for "shakespeare-char", the ten-minute recipe for "speedrun" (with
-// Muon) and for "speedrun-classic" (AdamW; docs/speedrun.md), finetune_shakespeare.py cut to a CPU's size for
-// "finetune-shakespeare", the course's recipe (the defaults above) for the others.
+// Muon) and "speedrun-classic" (AdamW alone; docs/speedrun.md), finetune_shakespeare.py cut to
+// a CPU's size for "finetune-shakespeare", the course's recipe (the defaults above) for the others.
 TrainConfig train_preset(const std::string& name);
 
 // A TrainConfig as one JSON object, every field under its train flag's name ("batch_size",
