@@ -36,7 +36,7 @@ DATA = os.environ.get("HANDGRAD_DATA", "data/tinyshakespeare/input.txt")
 PRESET = "speedrun-classic"
 MODERN = {"norm": "rmsnorm", "pos": "rope", "mlp": "swiglu", "qk_norm": "true", "logit_softcap": 30}
 CANDIDATES = [
-    ("base", "the preset as it stands", {}),
+    ("base", "speedrun-classic as it stands", {}),
     ("cosine", "cosine decay to lr/10 (the preset before stage 4)", {"lr_decay": "cosine", "min_lr": 3e-4}),
     ("erf", "GELU, erf form (the search's stage 1 base: nanoGPT's best 10-minute shape)", {"gelu": "erf", "weight_decay": 0.1}),
     ("ctx256", "context 256, batch 8 (same tokens per step)", {"block_size": 256, "batch_size": 8}),
