@@ -207,11 +207,7 @@ int main(int argc, char** argv) {
         const GPTConfig gpt2_block{};
         if (c.norm != gpt2_block.norm || c.mlp != gpt2_block.mlp || c.pos == PosEncoding::Rope || c.qk_norm ||
             c.logit_softcap > 0 || c.init_zero_proj)
-            fmt::print("Block: norm={} mlp={} (hidden {}){}{}{}{}\n\n", to_string(c.norm), to_string(c.mlp),
-                       c.mlp_hidden(), c.pos == PosEncoding::Rope ? fmt::format(" rope_base={}", c.rope_base) : "",
-                       c.qk_norm ? " qk_norm" : "",
-                       c.logit_softcap > 0 ? fmt::format(" logit_softcap={}", c.logit_softcap) : "",
-                       c.init_zero_proj ? " init_zero_proj" : "");
+            fmt::print("Block: {} (MLP hidden width {})\n\n", describe_block(c), c.mlp_hidden());
         fmt::print("Shapes of one forward pass (B={}, T={})\n", B, T);
         for (const auto& s : shapes) fmt::print("  {:<32} {}\n", s.stage, s.shape.str());
 

@@ -113,17 +113,6 @@ std::string to_string(PosEncoding p) {
     }
     return "?";
 }
-std::string describe_block(const GPTConfig& c) {
-    std::string s = to_string(c.norm) + ", " + to_string(c.pos) + " positions";
-    if (c.pos == PosEncoding::Rope) s += fmt::format(" (base {})", c.rope_base);
-    s += ", " + to_string(c.mlp);
-    if (c.mlp == MlpKind::Gelu) s += " (" + to_string(c.gelu) + ")";
-    if (c.qk_norm) s += ", qk_norm";
-    if (c.logit_softcap > 0) s += fmt::format(", logit_softcap {}", c.logit_softcap);
-    if (c.init_zero_proj) s += ", init_zero_proj";
-    return s;
-}
-
 std::string to_string(GeluKind g) { return g == GeluKind::Erf ? "erf" : "tanh"; }
 std::string to_string(NormKind n) { return n == NormKind::LayerNorm ? "layernorm" : "rmsnorm"; }
 std::string to_string(MlpKind m) {
@@ -173,6 +162,17 @@ InitScheme parse_init(const std::string& s) {
     for (InitScheme i : {InitScheme::GPT2, InitScheme::PyTorch, InitScheme::Lesson14, InitScheme::Lesson14Scaled})
         if (s == to_string(i)) return i;
     fail("unknown init scheme '{}' (known: gpt2, pytorch, lesson14, lesson14-scaled)", s);
+}
+
+std::string describe_block(const GPTConfig& c) {
+    std::string s = to_string(c.norm) + ", " + to_string(c.pos) + " positions";
+    if (c.pos == PosEncoding::Rope) s += fmt::format(" (base {})", c.rope_base);
+    s += ", " + to_string(c.mlp);
+    if (c.mlp == MlpKind::Gelu) s += " (" + to_string(c.gelu) + ")";
+    if (c.qk_norm) s += ", qk_norm";
+    if (c.logit_softcap > 0) s += fmt::format(", logit_softcap {}", c.logit_softcap);
+    if (c.init_zero_proj) s += ", init_zero_proj";
+    return s;
 }
 
 }  // namespace hg
