@@ -40,14 +40,14 @@ else
 endif
 CPPFLAGS += -I/usr/include/x86_64-linux-gnu/$(notdir $(BLASDIR))
 LDLIBS   += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas -lhwy -lhwy_contrib -lfmt -lm
-# PCRE2 (8-bit code units, with Unicode properties) runs GPT-2's pre-tokenizer pattern (lib/bpe.cpp).
+# PCRE2 (8-bit code units, with Unicode properties) runs GPT-2's pre-tokenizer pattern (lib/text/bpe.cpp).
 CPPFLAGS += $(shell pkg-config --cflags libpcre2-8 2>/dev/null)
 LDLIBS   += $(or $(shell pkg-config --libs libpcre2-8 2>/dev/null),-lpcre2-8)
 
 # MPI (switch off with MPI=0): data-parallel training across processes, when Open MPI's
 # compiler wrapper is installed (`make deps-mpi` installs it; the normal build never needs it).
-# Only lib/dist.cpp sees <mpi.h> (C API only: OMPI_SKIP_MPICXX); without MPI it compiles its one-process versions. Every
-# binary links libmpi then, but starts MPI only when launched by mpirun (lib/dist.h).
+# Only lib/process/dist.cpp sees <mpi.h> (C API only: OMPI_SKIP_MPICXX); without MPI it compiles its one-process versions. Every
+# binary links libmpi then, but starts MPI only when launched by mpirun (lib/process/dist.h).
 MPI ?= $(if $(shell command -v mpicxx 2>/dev/null),1,0)
 ifeq ($(MPI),1)
   MPI_CPPFLAGS := -DHANDGRAD_MPI -DOMPI_SKIP_MPICXX $(shell mpicxx --showme:compile)
@@ -59,7 +59,7 @@ ifneq ($(SAN),)
   LDFLAGS  += -fsanitize=address,undefined
 endif
 
-LIB_SRC  := $(sort $(wildcard lib/*.cpp lib/*/*.cpp))
+LIB_SRC  := $(sort $(wildcard lib/*/*.cpp))
 APP_SRC  := $(sort $(wildcard apps/*.cpp))
 TEST_SRC := $(sort $(wildcard tests/*.cpp))
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o)
@@ -113,8 +113,8 @@ $(BUILD)/obj/tests/%.o: CXXFLAGS += $(THIN_FLAGS) $(if $(SAN),-fno-sanitize=unde
 $(BUILD)/obj/apps/%.o: CXXFLAGS += $(THIN_FLAGS) $(if $(SAN),-O0)
 
 # dist.o alone is compiled with MPI, and again whenever MPI is switched on or off.
-$(BUILD)/obj/lib/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
-$(BUILD)/obj/lib/dist.o: $(BUILD)/mpi-$(MPI).stamp
+$(BUILD)/obj/lib/process/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(BUILD)/obj/lib/process/dist.o: $(BUILD)/mpi-$(MPI).stamp
 $(BUILD)/mpi-$(MPI).stamp:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/mpi-*.stamp && touch $@
 
@@ -400,7 +400,7 @@ SHARED      ?= 1
 HG_VERSION  := 0.1.0
 # The soname carries major.minor: before 1.0 no two minor versions promise the same ABI.
 HG_SO       := libhandgrad.so.$(basename $(HG_VERSION))
-HG_HEADERS  := $(filter-out %-inl.h,$(sort $(wildcard lib/*.h lib/*/*.h)))
+HG_HEADERS  := $(filter-out %-inl.h,$(sort $(wildcard lib/*/*.h)))
 HG_BUILT    := $(BUILD)/libhandgrad.a $(if $(filter 1,$(SHARED)),$(BUILD)/$(HG_SO))
 # The shared library's objects: the same sources compiled position-independent, apart.
 LIB_PIC_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj-pic/%.o)
@@ -411,8 +411,8 @@ HG_MPI_LIBS := $(if $(filter 1,$(MPI)),$(filter-out -lmpi_cxx,$(shell mpicxx --s
 $(BUILD)/obj-pic/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -fPIC -c $< -o $@
-$(BUILD)/obj-pic/lib/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
-$(BUILD)/obj-pic/lib/dist.o: $(BUILD)/mpi-$(MPI).stamp
+$(BUILD)/obj-pic/lib/process/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(BUILD)/obj-pic/lib/process/dist.o: $(BUILD)/mpi-$(MPI).stamp
 
 # -z defs: every symbol the library uses resolves against the libraries named here, so a
 # program linked to it needs nothing but -lhandgrad (and fmt, which the headers use).

@@ -6,7 +6,7 @@
 //   delta_logits    (T, V) |logits after changing the last token − logits before|: causality
 //                   says every row but the last is exactly 0
 //   residual_norms  ‖H⁽ˡ⁾‖ for l = 0..L (embeddings, then each block's output), as loaded and
-//                   with both residual projections scaled by 1/√(2L) (lib/probe.h)
+//                   with both residual projections scaled by 1/√(2L) (lib/model/probe.h)
 //
 // The model is a checkpoint's, or (--fresh_init) freshly drawn weights with that checkpoint's
 // config and vocabulary, e.g. to see the residual stream at init:
@@ -24,9 +24,9 @@
 #include <fstream>
 
 #include "apps/flags.h"
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/probe.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/model/probe.h"
 
 using namespace hg;
 using json = nlohmann::ordered_json;

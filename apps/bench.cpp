@@ -16,10 +16,10 @@
 #include <fstream>
 
 #include "apps/flags.h"
-#include "lib/count.h"
+#include "lib/model/count.h"
 #include "lib/kernels/simd.h"
-#include "lib/memory_check.h"
-#include "lib/trainer.h"
+#include "lib/model/memory_check.h"
+#include "lib/train/trainer.h"
 
 using namespace hg;
 

@@ -1,4 +1,4 @@
-// bench_sample — how fast generation is, with and without the KV cache (lib/generate.h).
+// bench_sample — how fast generation is, with and without the KV cache (lib/model/generate.h).
 //
 //   build/bench_sample --preset=course --num_samples=1 --max_new_tokens=200 --kv_cache=1
 //   build/bench_sample --preset=gpt2 --block_size=256 --num_samples=4 --kv_cache=0
@@ -16,7 +16,7 @@
 #include <ctime>
 
 #include "apps/flags.h"
-#include "lib/generate.h"
+#include "lib/model/generate.h"
 
 using namespace hg;
 

@@ -30,13 +30,13 @@
 #include <map>
 
 #include "apps/flags.h"
-#include "lib/checkpoint.h"
+#include "lib/checkpoint/checkpoint.h"
 #include "lib/kernels/adamw.h"
-#include "lib/muon.h"
-#include "lib/optim.h"
-#include "lib/rng.h"
-#include "lib/schedule.h"
-#include "lib/train_config.h"
+#include "lib/optim/muon.h"
+#include "lib/optim/adamw.h"
+#include "lib/core/rng.h"
+#include "lib/optim/schedule.h"
+#include "lib/train/train_config.h"
 
 using namespace hg;
 

@@ -5,7 +5,7 @@
 //
 //   build/eval --ckpt=gpt2.safetensors --data=data/tinyshakespeare/input.txt   (its gpt2 tokenizer)
 //
-// The windows are lib/evaluate.h's: non-overlapping, each target scored once; the loss is their
+// The windows are lib/train/evaluate.h's: non-overlapping, each target scored once; the loss is their
 // mean in nats per token, and in bits per character (tokens of different tokenizers cover
 // different amounts of text; characters are the same for all). The text is encoded with the
 // checkpoint's tokenizer; --tokenizer, if given, must name it.
@@ -16,10 +16,10 @@
 #include <cmath>
 
 #include "apps/flags.h"
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/evaluate.h"
-#include "lib/memory_check.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/train/evaluate.h"
+#include "lib/model/memory_check.h"
 
 using namespace hg;
 

@@ -15,9 +15,9 @@
 #include <functional>
 #include <string>
 
-#include "lib/bpe.h"
-#include "lib/config.h"
-#include "lib/errors.h"
+#include "lib/text/bpe.h"
+#include "lib/model/config.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

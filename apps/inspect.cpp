@@ -18,10 +18,10 @@
 #include <optional>
 
 #include "apps/flags.h"
-#include "lib/checkpoint.h"
-#include "lib/count.h"
-#include "lib/memory_check.h"
-#include "lib/probe.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/model/count.h"
+#include "lib/model/memory_check.h"
+#include "lib/model/probe.h"
 
 using namespace hg;
 
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
                        double(lesson.blocks()) / double(lesson.total), commas(double(p.attention_biases)),
                        commas(double(p.attention_biases / size_t(c.n_layer))));
 
-        fmt::print("\nFLOPs per token (a multiply-add = 2 FLOPs; see lib/count.h)\n");
+        fmt::print("\nFLOPs per token (a multiply-add = 2 FLOPs; see lib/model/count.h)\n");
         fmt::print("  {:<44} {:>16}\n", "forward, weights: 2·(blocks + C·V)", commas(f.forward_weights));
         fmt::print("  {:<44} {:>16}   ({:.2f} % of the weights' forward)\n",
                    fmt::format("attention scores + mix at T={}: 4·T·C·L", T), commas(f.attention),

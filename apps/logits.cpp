@@ -11,8 +11,8 @@
 #include <cblas.h>
 
 #include "apps/flags.h"
-#include "lib/checkpoint.h"
-#include "lib/tokenizer.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/text/tokenizer.h"
 
 using namespace hg;
 

@@ -9,10 +9,10 @@
 #include <filesystem>
 
 #include "apps/flags.h"
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/generate.h"
-#include "lib/sample.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/model/generate.h"
+#include "lib/model/sample.h"
 
 using namespace hg;
 
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     app.add_option("--top_k", top_k, "keep the k most likely tokens (0: all)")->capture_default_str();
     app.add_option("--seed", seed)->capture_default_str();
     app.add_option("--threads", threads)->capture_default_str();
-    app.add_option("--kv_cache", kv_cache, "1: keep past keys and values (lib/infer.h); 0: recompute the context")
+    app.add_option("--kv_cache", kv_cache, "1: keep past keys and values (lib/model/infer.h); 0: recompute the context")
         ->capture_default_str();
     tokenizer.add(app, "the checkpoint's");
     return run_app(app, argc, argv, [&] {

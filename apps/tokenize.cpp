@@ -13,10 +13,10 @@
 #include <memory>
 
 #include "apps/flags.h"
-#include "lib/bpe.h"
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/tokenizer.h"
+#include "lib/text/bpe.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/text/tokenizer.h"
 
 using namespace hg;
 

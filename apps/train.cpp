@@ -9,13 +9,13 @@
 //
 // Prints a line per log_interval and train/val losses per eval_interval; writes
 // out_dir/ckpt.safetensors (atomically) and out_dir/log.csv, holding out_dir/train.lock all the
-// while (one run per out_dir: lib/run_lock.h). Ctrl-C, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2
-// finishes the step, saves, and exits (lib/stop_signal.h); a non-finite loss stops without
+// while (one run per out_dir: lib/process/run_lock.h). Ctrl-C, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2
+// finishes the step, saves, and exits (lib/process/stop_signal.h); a non-finite loss stops without
 // touching the last good checkpoint; a run the memory cannot hold is refused before it
-// allocates (lib/memory_check.h). When to do each of these is lib/train_loop.h's; this program
+// allocates (lib/model/memory_check.h). When to do each of these is lib/train/train_loop.h's; this program
 // reads the flags, sets the run up, and prints what the run reports.
 //
-// Under mpirun (an MPI build, see lib/dist.h) every rank runs this same loop in lockstep; rank 0
+// Under mpirun (an MPI build, see lib/process/dist.h) every rank runs this same loop in lockstep; rank 0
 // alone prints, logs and writes checkpoints. An error on any rank ends the whole job at once
 // (MPI_Abort) rather than leaving the other ranks waiting in a collective forever.
 #include <omp.h>
@@ -32,15 +32,15 @@
 #include <thread>
 
 #include "apps/flags.h"
-#include "lib/batch_threads.h"
-#include "lib/data.h"
-#include "lib/dist.h"
-#include "lib/evaluate.h"
+#include "lib/train/batch_threads.h"
+#include "lib/data/dataset.h"
+#include "lib/process/dist.h"
+#include "lib/train/evaluate.h"
 #include "lib/kernels/simd.h"
-#include "lib/memory_check.h"
-#include "lib/run_lock.h"
-#include "lib/stop_signal.h"
-#include "lib/train_loop.h"
+#include "lib/model/memory_check.h"
+#include "lib/process/run_lock.h"
+#include "lib/process/stop_signal.h"
+#include "lib/train/train_loop.h"
 
 using namespace hg;
 namespace fs = std::filesystem;

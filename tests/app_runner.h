@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "lib/checkpoint.h"
+#include "lib/checkpoint/checkpoint.h"
 
 namespace hg::test {
 

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/bpe.h"
-#include "lib/utf8.h"
+#include "lib/text/bpe.h"
+#include "lib/text/utf8.h"
 #include "tests/app_runner.h"
 
 namespace hg::test {

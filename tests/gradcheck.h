@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/rng.h"
+#include "lib/core/rng.h"
 
 namespace hg::test {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/gpt.h"
-#include "lib/rng.h"
+#include "lib/model/gpt.h"
+#include "lib/core/rng.h"
 #include "tests/gradcheck.h"
 
 namespace hg::test {

@@ -26,7 +26,7 @@
 #include <cmath>
 #include <vector>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/layers/relu2.h"
 #include "lib/layers/softcap.h"
 #include "lib/layers/swiglu.h"

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "lib/generate.h"
-#include "lib/trainer.h"
+#include "lib/model/generate.h"
+#include "lib/train/trainer.h"
 
 // The global new and delete below are malloc and free underneath; GCC cannot see that they
 // pair, and at -O1 warns where it inlines one into the other.

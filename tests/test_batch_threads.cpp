@@ -1,4 +1,4 @@
-// --batch_threads (lib/batch_threads.h): the flag's values, the replica setting auto considers,
+// --batch_threads (lib/train/batch_threads.h): the flag's values, the replica setting auto considers,
 // the choice itself, and through the app: a run with auto is, bit for bit, the run with the
 // setting it printed; bad values get one line.
 #include <catch2/catch.hpp>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/batch_threads.h"
-#include "lib/data.h"
-#include "lib/trainer.h"
+#include "lib/train/batch_threads.h"
+#include "lib/data/dataset.h"
+#include "lib/train/trainer.h"
 #include "tests/app_runner.h"
 
 using namespace hg;

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/bpe.h"
-#include "lib/data.h"
-#include "lib/errors.h"
-#include "lib/rng.h"
-#include "lib/utf8.h"
+#include "lib/text/bpe.h"
+#include "lib/data/dataset.h"
+#include "lib/core/errors.h"
+#include "lib/core/rng.h"
+#include "lib/text/utf8.h"
 #include "tests/bpe_files.h"
 
 using namespace hg;

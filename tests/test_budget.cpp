@@ -1,7 +1,7 @@
 // A time-budgeted run (train --time_budget): the clock decides how many iterations are planned
 // and where training stops, and nothing else. So a budgeted run must be, bit for bit, the
 // --max_iters run it planned, cut at the iteration where the clock stopped it. The controller
-// (lib/budget.h) is driven here with a clock of the test's own; then the app end to end. Also:
+// (lib/train/budget.h) is driven here with a clock of the test's own; then the app end to end. Also:
 // the training presets, and the flag mistakes a budget invites.
 #include <catch2/catch.hpp>
 
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/budget.h"
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/train_loop.h"
-#include "lib/trainer.h"
+#include "lib/train/budget.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/train/train_loop.h"
+#include "lib/train/trainer.h"
 #include "tests/app_runner.h"
 
 using namespace hg;

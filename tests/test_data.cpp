@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/data.h"
-#include "lib/errors.h"
+#include "lib/data/dataset.h"
+#include "lib/core/errors.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;

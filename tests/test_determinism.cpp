@@ -18,10 +18,10 @@
 #include <omp.h>
 #endif
 
-#include "lib/checkpoint.h"
-#include "lib/data.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
 #include "lib/kernels/simd.h"
-#include "lib/trainer.h"
+#include "lib/train/trainer.h"
 #include "tests/app_runner.h"
 
 using namespace hg;

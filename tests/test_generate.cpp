@@ -1,5 +1,5 @@
-// test_generate.cpp — the cached forward (lib/infer.h) against gpt_forward, and generation with
-// and without the KV cache (lib/generate.h): the same logits to float rounding, the same tokens.
+// test_generate.cpp — the cached forward (lib/model/infer.h) against gpt_forward, and generation with
+// and without the KV cache (lib/model/generate.h): the same logits to float rounding, the same tokens.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/generate.h"
-#include "lib/infer.h"
+#include "lib/core/errors.h"
+#include "lib/model/generate.h"
+#include "lib/model/infer.h"
 
 using namespace hg;
 

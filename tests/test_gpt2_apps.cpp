@@ -8,10 +8,10 @@
 #include <cstring>
 #include <string>
 
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/evaluate.h"
-#include "lib/trainer.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/train/evaluate.h"
+#include "lib/train/trainer.h"
 #include "tests/app_runner.h"
 #include "tests/bpe_files.h"
 

@@ -10,10 +10,10 @@
 #include <random>
 #include <string>
 
-#include "lib/checkpoint.h"
-#include "lib/run_lock.h"
-#include "lib/safetensors.h"
-#include "lib/stop_signal.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/process/run_lock.h"
+#include "lib/checkpoint/safetensors.h"
+#include "lib/process/stop_signal.h"
 #include "tests/app_runner.h"
 #include "tests/spawn.h"
 

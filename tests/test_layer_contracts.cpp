@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/layers/attention.h"
 #include "lib/layers/crossentropy.h"
 #include "lib/layers/dropout.h"

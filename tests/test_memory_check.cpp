@@ -1,12 +1,12 @@
-// Refusing a run the memory cannot hold (lib/memory_check.h): the need is what the arenas
+// Refusing a run the memory cannot hold (lib/model/memory_check.h): the need is what the arenas
 // really allocate, and a run over the available memory is refused with the numbers and a
 // batch size that fits.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "lib/memory_check.h"
-#include "lib/trainer.h"
+#include "lib/model/memory_check.h"
+#include "lib/train/trainer.h"
 
 using namespace hg;
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <vector>
 
-#include "lib/count.h"
-#include "lib/data.h"
-#include "lib/gpt.h"
+#include "lib/model/count.h"
+#include "lib/data/dataset.h"
+#include "lib/model/gpt.h"
 #include "tests/gradcheck.h"
 #include "tests/model_checks.h"
 

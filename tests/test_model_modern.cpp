@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/checkpoint.h"
-#include "lib/count.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/model/count.h"
 #include "lib/layers/encoder.h"
 #include "lib/layers/swiglu.h"
 #include "tests/app_runner.h"

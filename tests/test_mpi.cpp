@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "lib/checkpoint.h"
-#include "lib/dist.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/process/dist.h"
 #include "tests/app_runner.h"
 
 using namespace hg;

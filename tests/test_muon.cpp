@@ -1,4 +1,4 @@
-// Muon (lib/muon.h): the Newton–Schulz band, one step against a plain double reference, planted
+// Muon (lib/optim/muon.h): the Newton–Schulz band, one step against a plain double reference, planted
 // bugs caught, the groups the tensor table gives, and an exact resume with Muon's momentum.
 #include <catch2/catch.hpp>
 
@@ -8,12 +8,12 @@
 #include <cstring>
 #include <filesystem>
 
-#include "lib/data.h"
-#include "lib/muon.h"
-#include "lib/probe.h"
-#include "lib/rng.h"
-#include "lib/tokenizer.h"
-#include "lib/trainer.h"
+#include "lib/data/dataset.h"
+#include "lib/optim/muon.h"
+#include "lib/model/probe.h"
+#include "lib/core/rng.h"
+#include "lib/text/tokenizer.h"
+#include "lib/train/trainer.h"
 
 using namespace hg;
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 //
 // Counting convention: Lesson 14 omits attention biases (its GPT-2 numbers are
 // lesson14_convention(preset("gpt2"))); its FLOPs are 2 × (block parameters + C·V) per token
-// forward, 3 × that for training, and 4·T·C·L for attention scores + mix (lib/count.h).
+// forward, 3 × that for training, and 4·T·C·L for attention scores + mix (lib/model/count.h).
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -25,11 +25,11 @@
 
 #include <fmt/format.h>
 
-#include "lib/count.h"
-#include "lib/data.h"
-#include "lib/gpt.h"
-#include "lib/probe.h"
-#include "lib/trainer.h"
+#include "lib/model/count.h"
+#include "lib/data/dataset.h"
+#include "lib/model/gpt.h"
+#include "lib/model/probe.h"
+#include "lib/train/trainer.h"
 
 using namespace hg;
 

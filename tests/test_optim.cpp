@@ -8,11 +8,11 @@
 #include <omp.h>
 #endif
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/kernels/adamw.h"
 #include "lib/kernels/simd.h"
-#include "lib/optim.h"
-#include "lib/rng.h"
+#include "lib/optim/adamw.h"
+#include "lib/core/rng.h"
 #include "tests/gradcheck.h"
 
 using Catch::Matchers::Contains;

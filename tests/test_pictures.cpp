@@ -16,10 +16,10 @@
 #include <sstream>
 #include <string>
 
-#include "lib/checkpoint.h"
+#include "lib/checkpoint/checkpoint.h"
 #include "tests/app_runner.h"
-#include "lib/data.h"
-#include "lib/probe.h"
+#include "lib/data/dataset.h"
+#include "lib/model/probe.h"
 
 using namespace hg;
 using namespace hg::test;

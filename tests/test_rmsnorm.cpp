@@ -20,7 +20,7 @@
 #include <cmath>
 #include <vector>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/layers/layernorm.h"
 #include "lib/layers/qknorm.h"
 #include "lib/layers/rmsnorm.h"

@@ -18,7 +18,7 @@
 #include <cmath>
 #include <vector>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/layers/attention.h"
 #include "lib/layers/qknorm.h"
 #include "lib/layers/rope.h"

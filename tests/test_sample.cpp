@@ -5,9 +5,9 @@
 #include <numeric>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/rng.h"
-#include "lib/sample.h"
+#include "lib/core/errors.h"
+#include "lib/core/rng.h"
+#include "lib/model/sample.h"
 
 using namespace hg;
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/schedule.h"
+#include "lib/core/errors.h"
+#include "lib/optim/schedule.h"
 
 using Catch::Matchers::Contains;
 using namespace hg;

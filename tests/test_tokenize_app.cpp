@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "lib/checkpoint.h"
-#include "lib/rng.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/core/rng.h"
 #include "tests/app_runner.h"
 #include "tests/bpe_files.h"
 

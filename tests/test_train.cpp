@@ -11,9 +11,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/trainer.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/train/trainer.h"
 
 using namespace hg;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// TrainConfig's JSON (lib/train_config.h): every field survives the round trip; the keys
+// TrainConfig's JSON (lib/train/train_config.h): every field survives the round trip; the keys
 // present override a base; a wrong type is named; and the app's checkpoints record it.
 #include <catch2/catch.hpp>
 
@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "lib/checkpoint.h"
-#include "lib/train_config.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/train/train_config.h"
 #include "tests/app_runner.h"
 
 using namespace hg;

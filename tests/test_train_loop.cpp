@@ -1,4 +1,4 @@
-// The training loop's policy (lib/train_loop.h), driven in-process: when it evaluates, saves,
+// The training loop's policy (lib/train/train_loop.h), driven in-process: when it evaluates, saves,
 // logs and stops, on an interrupt and on a non-finite loss.
 #include <catch2/catch.hpp>
 
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/data.h"
-#include "lib/train_loop.h"
+#include "lib/data/dataset.h"
+#include "lib/train/train_loop.h"
 #include "tests/app_runner.h"
 
 using namespace hg;

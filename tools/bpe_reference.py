@@ -2,7 +2,7 @@
 """bpe_reference.py — GPT-2's byte-level BPE in plain Python, as an independent check of lib/bpe.
 
 Written the way GPT-2 itself works (on strings of its byte alphabet, merging string pairs),
-not the way lib/bpe.cpp works (on byte strings and token ids), so the two share only the rules:
+not the way lib/text/bpe.cpp works (on byte strings and token ids), so the two share only the rules:
 
   1. pre-tokenize with GPT-2's pattern (Python's `regex` module, which knows \\p{L} and \\p{N});
   2. map each piece's UTF-8 bytes to GPT-2's printable byte alphabet;
@@ -10,7 +10,7 @@ not the way lib/bpe.cpp works (on byte strings and token ids), so the two share 
      occurrence of it, left to right, until no pair has a rank;
   4. look the pieces up in encoder.json.
 
-Bytes that are not valid UTF-8 cannot reach a regex over text; here, as in lib/bpe.h, each
+Bytes that are not valid UTF-8 cannot reach a regex over text; here, as in lib/text/bpe.h, each
 such byte is a pre-token of its own, and the valid runs between them are pre-tokenized apart.
 "<|endoftext|>" in the input is plain text unless --special is given (then it is id 50256).
 

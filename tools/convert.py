@@ -62,7 +62,7 @@ def die(msg):
 
 
 def config_json(c):
-    """The config as lib/checkpoint.cpp config_to_json writes it (nlohmann: sorted keys, compact)."""
+    """The config as lib/checkpoint/checkpoint.cpp config_to_json writes it (nlohmann: sorted keys, compact)."""
     keys = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "bias", "qkv_bias",
             "bias_layout", "tie_weights", "pos_encoding", "gelu", "init", "norm", "mlp", "rope_base", "qk_norm",
             "logit_softcap", "init_zero_proj")
@@ -169,7 +169,7 @@ def to_pytorch(args):
 
 
 def handgrad_metadata(c, vocab, tokenizer):
-    """The metadata of a fresh handgrad checkpoint (lib/checkpoint.h): nothing trained yet."""
+    """The metadata of a fresh handgrad checkpoint (lib/checkpoint/checkpoint.h): nothing trained yet."""
     return {"config": config_json(c), "tokenizer": tokenizer,
             "vocab": json.dumps(vocab, separators=(",", ":"), ensure_ascii=False),
             "iter_num": "0", "best_val_loss": "%.17g" % 1e9, "adam_step": "0", "rng_batch": "0", "train_config": "{}"}

@@ -70,7 +70,7 @@ def read_hf(src):
 
 
 def handgrad_config(cfg):
-    """handgrad's config (lib/checkpoint.cpp config_to_json's keys) from config.json."""
+    """handgrad's config (lib/checkpoint/checkpoint.cpp config_to_json's keys) from config.json."""
     if not isinstance(cfg, dict):
         raise HFError("config.json is not a JSON object")
     for key in ("vocab_size", "n_positions", "n_layer", "n_head", "n_embd"):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""muon_reference.py — Muon in PyTorch, the reference lib/muon.h is checked against (by
+"""muon_reference.py — Muon in PyTorch, the reference lib/optim/muon.h is checked against (by
 tools/crosscheck.py, `make crosscheck`).
 
 For each weight W (rows, cols) with gradient G and momentum buffer M (starts at 0):
@@ -53,7 +53,7 @@ class Muon(torch.optim.Optimizer):
 
 
 def is_muon_parameter(name, p):
-    """A block's linear weight: c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj (lib/muon.h's rule)."""
+    """A block's linear weight: c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj (lib/optim/muon.h's rule)."""
     return p.dim() == 2 and name.startswith("transformer.h.") and name.endswith(".weight") and ".ln_" not in name
 
 

@@ -9,7 +9,7 @@ whole-val loss on tiny Shakespeare in a fixed time budget on this machine?
 How a candidate is scored, in two phases:
   1. speed (sequential, the machine to itself): `build/bench` times the candidate's training step
      on all cores; the iterations that fit are 0.98 · budget / step time, the rule
-     `train --time_budget` itself uses (lib/trainer.h, plan_time_budget).
+     `train --time_budget` itself uses (lib/train/trainer.h, plan_time_budget).
   2. quality (in parallel, `--jobs` single-threaded runs): `build/train --max_iters=N` with the
      schedule laid over those N iterations, then `build/eval` over the whole val split.
 Phase 2 counts iterations, not seconds, so its result does not depend on what else the machine
@@ -56,7 +56,7 @@ CANDIDATES = [
     ("heads2", "2 heads of 64 (fewer, larger attention products)", {"n_head": 2}),
     ("warmup50", "warmup 50 iterations", {"warmup_iters": 50}),
     ("beta2_0.95", "beta2 0.95", {"beta2": 0.95}),
-    # Muon (lib/muon.h) for the blocks' matrices, AdamW for the rest. Its shape rule gives its updates
+    # Muon (lib/optim/muon.h) for the blocks' matrices, AdamW for the rest. Its shape rule gives its updates
     # AdamW's RMS, yet in 150-step runs (docs/speedrun.md) 2e-2 beat 1e-2 and 3e-3: the lrs reach past that.
     ("muon", "Muon at the AdamW lr (3e-3)", {"optimizer": "muon"}),
     ("muon_lr1e-2", "Muon, its lr 1e-2", {"optimizer": "muon", "muon_lr": 1e-2}),

@@ -8,7 +8,7 @@ The module layout is nanoGPT's (model.py), so state_dict() keys are exactly nano
   transformer.wte.weight, transformer.wpe.weight, transformer.h.{i}.ln_1.weight/.bias,
   transformer.h.{i}.attn.c_attn.weight/.bias, .attn.c_proj.*, .ln_2.*, .mlp.c_fc.*, .mlp.c_proj.*,
   transformer.ln_f.*, lm_head.weight
-and it honours every handgrad config choice (lib/config.h):
+and it honours every handgrad config choice (lib/model/config.h):
   bias layout  gpt2: every bias; course: no Q/K/V bias; lesson14: no attention biases;
                none: no biases at all, LayerNorm included. A missing attention bias that
                nanoGPT's bias=True layout expects is a zero *buffer* (in state_dict, never
@@ -48,7 +48,7 @@ from safetensors_io import read_safetensors, write_safetensors  # noqa: E402,F40
 
 
 # ----------------------------------------------------------------------------------------------
-# The config: handgrad's checkpoint JSON (lib/checkpoint.cpp config_to_json).
+# The config: handgrad's checkpoint JSON (lib/checkpoint/checkpoint.cpp config_to_json).
 
 def normalize_config(c):
     """Fills handgrad's defaults for keys a nanoGPT model_args lacks; returns a new dict."""
@@ -84,7 +84,7 @@ def swiglu_hidden(C):
 
 
 def parameter_names(c):
-    """handgrad's tensor table (lib/gpt.cpp walk_parameters): every trained tensor, in order."""
+    """handgrad's tensor table (lib/model/gpt.cpp walk_parameters): every trained tensor, in order."""
     names = ["transformer.wte.weight"]
     if c["pos_encoding"] == "learned":
         names.append("transformer.wpe.weight")
@@ -104,7 +104,7 @@ def parameter_names(c):
 
 def standin_names(c):
     """Zero attention biases stored so a nanoGPT bias=True model loads the weights (as
-    lib/checkpoint.cpp standin_biases): name -> length."""
+    lib/checkpoint/checkpoint.cpp standin_biases): name -> length."""
     out = OrderedDict()
     if not has_mlp_bias(c):
         return out
@@ -117,7 +117,7 @@ def standin_names(c):
 
 
 # ----------------------------------------------------------------------------------------------
-# handgrad's dropout masks (lib/rng.h, lib/gpt_passes.cpp dropout_at), recomputed bit for bit.
+# handgrad's dropout masks (lib/core/rng.h, lib/model/gpt_passes.cpp dropout_at), recomputed bit for bit.
 
 _M64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15

@@ -8,10 +8,10 @@
 // only installed <handgrad/...> headers: it is written as
 // a program of one's own is written, and `make example-check` builds it the way such a program
 // is built, from an installed copy with pkg-config alone (docs/library.md).
-#include <handgrad/checkpoint.h>
-#include <handgrad/data.h>
-#include <handgrad/generate.h>
-#include <handgrad/trainer.h>
+#include <handgrad/checkpoint/checkpoint.h>
+#include <handgrad/data/dataset.h>
+#include <handgrad/model/generate.h>
+#include <handgrad/train/trainer.h>
 
 #include <cstdio>
 #include <string>

@@ -1,7 +1,7 @@
 // adamw.h — the AdamW update of one contiguous parameter tensor: a Highway kernel
 // (adamw.cpp, dynamic dispatch; see simd.h) and its plain-loop scalar twin.
 //
-// The rule and the reasons behind it are explained above adamw_step in lib/optim.h; this
+// The rule and the reasons behind it are explained above adamw_step in lib/optim/adamw.h; this
 // file is the arithmetic, written in the exact order PyTorch's AdamW (torch.optim.AdamW,
 // single-tensor path) performs it, one IEEE operation at a time:
 //

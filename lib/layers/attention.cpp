@@ -22,8 +22,8 @@
 
 #include "lib/kernels/attention_kernels.h"
 #include "lib/kernels/softmax_kernels.h"
-#include "lib/errors.h"
-#include "lib/matmul.h"
+#include "lib/core/errors.h"
+#include "lib/kernels/matmul.h"
 
 namespace hg {
 

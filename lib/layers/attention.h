@@ -17,7 +17,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/kernels/softmax_kernels.h"
 #include "lib/layers/dropout.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "lib/kernels/softmax_kernels.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

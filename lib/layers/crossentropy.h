@@ -14,7 +14,7 @@
 #pragma once
 #include <cstddef>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/kernels/softmax_kernels.h"
 
 namespace hg {

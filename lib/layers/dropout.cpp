@@ -1,14 +1,14 @@
 // dropout.cpp — the fast float dropout. The mask comes from the hash (scalar: one mix64 per
 // element), written as multipliers {0, 1/(1-p)} into a small per-chunk buffer; the multiply is
 // a Highway kernel (lib/kernels/dropout_kernels). Chunks are split across threads
-// (lib/parallel.h); the mask of element i depends only on (key, i), never on which thread
+// (lib/core/parallel.h); the mask of element i depends only on (key, i), never on which thread
 // computes it.
 #include "lib/layers/dropout.h"
 
 #include <cstring>
 
 #include "lib/kernels/dropout_kernels.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

@@ -1,6 +1,6 @@
 // dropout.h — inverted dropout: out_i = inp_i · keep_i / (1 - p), keep_i ~ Bernoulli(1 - p).
 //
-// The mask is not stored: keep_i = hash_uniform(key, i) >= p (lib/rng.h) is a pure function
+// The mask is not stored: keep_i = hash_uniform(key, i) >= p (lib/core/rng.h) is a pure function
 // of (key, i), so the backward recomputes it, and threads may split the work any way.
 // Every mask is fresh: the trainer derives a key for each (step, micro-step, part of the batch),
 // and the model mixes in the (layer, site) (gpt_passes.cpp's dropout_at).
@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lib/errors.h"
-#include "lib/rng.h"
+#include "lib/core/errors.h"
+#include "lib/core/rng.h"
 
 namespace hg {
 

@@ -1,11 +1,11 @@
 // encoder.cpp — the fast float token + position embedding. Forward: one vec_add (Highway) per
-// row, rows split across threads (lib/parallel.h). Backward: a serial scatter-add (see below).
+// row, rows split across threads (lib/core/parallel.h). Backward: a serial scatter-add (see below).
 #include "lib/layers/encoder.h"
 
 #include <cstring>
 
 #include "lib/kernels/vec.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

@@ -1,11 +1,11 @@
 // gelu.cpp — the fast float GELU: Highway kernels (lib/kernels/gelu_kernels), long arrays split
-// across threads in fixed chunks (lib/parallel.h). The derivatives are derived above
+// across threads in fixed chunks (lib/core/parallel.h). The derivatives are derived above
 // twin::gelu_backward in gelu.h; the scalar twins there are the reference these are tested
 // against.
 #include "lib/layers/gelu.h"
 
 #include "lib/kernels/gelu_kernels.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

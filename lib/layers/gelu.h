@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lib/config.h"
-#include "lib/errors.h"
+#include "lib/model/config.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

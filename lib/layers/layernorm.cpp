@@ -1,11 +1,11 @@
 // layernorm.cpp — the fast float LayerNorm: Highway row kernels (lib/kernels/layernorm_kernels),
-// rows split across threads (lib/parallel.h). The math, derived, is above twin::layernorm_backward in
+// rows split across threads (lib/core/parallel.h). The math, derived, is above twin::layernorm_backward in
 // layernorm.h; the scalar twins there are the reference these are tested against.
 #include "lib/layers/layernorm.h"
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/kernels/layernorm_kernels.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

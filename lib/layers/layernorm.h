@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

@@ -5,7 +5,7 @@
 //   hg::x_forward(float* ...)              the fast path: sgemm, Highway kernels, threads (x.cpp)
 //   hg::twin::x_forward<real>(real* ...)   its scalar twin: the same math as plain loops, for any
 //                                          number type, in the header
-// with the same parameters. The model (lib/gpt_passes.cpp) is one template over the number type and
+// with the same parameters. The model (lib/model/gpt_passes.cpp) is one template over the number type and
 // sees both (`using namespace twin`). For float arguments both fit equally well and C++ prefers
 // the plain function to the template, so GPT<float> runs the fast path; for double only the
 // template fits, so GPT<double> runs the twins, which the whole-model gradient check needs

@@ -7,8 +7,8 @@
 #include <omp.h>
 
 #include "lib/kernels/vec.h"
-#include "lib/matmul.h"
-#include "lib/parallel.h"
+#include "lib/kernels/matmul.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

@@ -1,13 +1,13 @@
 // linear.h — the affine map y = x·Wᵀ + b, with W stored [out, in] as PyTorch stores it.
 //
 // inp (N,C), weight (OC,C), bias (OC) or null, out (N,OC). Both passes are sgemm calls
-// (lib/matmul.h). The backward writes the input's gradient and adds into the parameters'
+// (lib/kernels/matmul.h). The backward writes the input's gradient and adds into the parameters'
 // (layers.h):
 //   dinp = dout · W,   dweight += doutᵀ · inp,   dbias += Σ_n dout[n]
 #pragma once
 #include <cstddef>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

@@ -27,7 +27,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "lib/layers/rmsnorm.h"
 
 namespace hg {

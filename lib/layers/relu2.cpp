@@ -1,11 +1,11 @@
 // relu2.cpp — the fast float ReLU²: Highway kernels (lib/kernels/activation_kernels), long arrays
-// split across threads in fixed chunks (lib/parallel.h). Each element is a max and one or two
+// split across threads in fixed chunks (lib/core/parallel.h). Each element is a max and one or two
 // exact-order products, so the result is bit-identical to the float twins in relu2.h on every
 // target.
 #include "lib/layers/relu2.h"
 
 #include "lib/kernels/activation_kernels.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

@@ -1,10 +1,10 @@
 // residual.cpp — the fast float residual add: lib/kernels/vec (Highway), long arrays split across
-// threads in fixed chunks (lib/parallel.h). Each element is one IEEE add, so the result is bit-identical
+// threads in fixed chunks (lib/core/parallel.h). Each element is one IEEE add, so the result is bit-identical
 // to the scalar twins in residual.h whatever the target or thread count.
 #include "lib/layers/residual.h"
 
 #include "lib/kernels/vec.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

@@ -1,11 +1,11 @@
 // rmsnorm.cpp — the fast float RMSNorm: Highway row kernels (lib/kernels/rmsnorm_kernels), rows
-// split across threads (lib/parallel.h). The math, derived, is above twin::rmsnorm_backward in
+// split across threads (lib/core/parallel.h). The math, derived, is above twin::rmsnorm_backward in
 // rmsnorm.h; the scalar twins there are the reference these are tested against.
 #include "lib/layers/rmsnorm.h"
 
 #include "lib/kernels/layernorm_kernels.h"
 #include "lib/kernels/rmsnorm_kernels.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

@@ -1,11 +1,11 @@
 // rope.cpp — the fast float rotary embeddings: per position, the 2·NH heads of q and k through
 // the Highway rotation kernel (lib/kernels/rope_kernels) with that position's row of the
-// table; positions split across threads (lib/parallel.h). The math is above
+// table; positions split across threads (lib/core/parallel.h). The math is above
 // twin::rope_backward in rope.h; the result is bit-identical to the float twin there.
 #include "lib/layers/rope.h"
 
 #include "lib/kernels/rope_kernels.h"
-#include "lib/parallel.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 

@@ -26,7 +26,7 @@
 
 #include <cstdint>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

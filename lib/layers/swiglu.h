@@ -19,7 +19,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "apps/flags.h"
-#include "lib/batch_threads.h"
-#include "lib/bpe.h"
-#include "lib/checkpoint.h"
-#include "lib/data.h"
-#include "lib/sample.h"
-#include "lib/schedule.h"
-#include "lib/train_config.h"
-#include "lib/utf8.h"
+#include "lib/train/batch_threads.h"
+#include "lib/text/bpe.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/model/sample.h"
+#include "lib/optim/schedule.h"
+#include "lib/train/train_config.h"
+#include "lib/text/utf8.h"
 
 namespace hg::fuzz {
 

@@ -1,0 +1,81 @@
+// tensor.h — plain tensors: a pointer, a shape, row-major; and the arena they point into.
+//
+// A Tensor owns nothing: it is a view (data pointer + shape) into an Arena, one aligned
+// allocation made before training starts. Parameters, gradients, optimizer moments and
+// activations each live in one arena, so a training step allocates nothing.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "lib/core/errors.h"
+
+namespace hg {
+
+constexpr int kMaxDims = 4;
+
+// A shape of up to four dimensions, stored inline (making one never allocates).
+struct Shape {
+    std::array<size_t, kMaxDims> dims{};  // unused trailing entries are 0
+    int ndim = 0;
+
+    Shape() = default;
+    Shape(std::initializer_list<size_t> d) {
+        for (size_t x : d) dims[ndim++] = x;
+    }
+    size_t operator[](int i) const { return dims[i]; }
+    size_t numel() const {
+        size_t n = 1;
+        for (int i = 0; i < ndim; i++) n *= dims[i];
+        return n;
+    }
+    bool operator==(const Shape& o) const { return ndim == o.ndim && dims == o.dims; }
+    bool operator!=(const Shape& o) const { return !(*this == o); }
+    std::string str() const {  // "(65, 128)"
+        std::string s = "(";
+        for (int i = 0; i < ndim; i++) s += (i ? ", " : "") + std::to_string(dims[i]);
+        return s + ")";
+    }
+};
+
+// A row-major view: data[i0*s0 + i1*s1 + ...] with strides from the shape.
+template <typename real>
+struct Tensor {
+    real* data = nullptr;
+    Shape shape;
+    size_t numel() const { return shape.numel(); }
+};
+
+// One zeroed, 64-byte-aligned allocation of n numbers (64 bytes: an AVX-512 vector, a cache line).
+template <typename real>
+class Arena {
+public:
+    Arena() = default;
+    explicit Arena(size_t n) { allocate(n); }
+    void allocate(size_t n) {
+        size_t bytes = ((n * sizeof(real) + 63) / 64) * 64;
+        if (bytes == 0) bytes = 64;
+        void* p = std::aligned_alloc(64, bytes);
+        if (!p) fail("out of memory allocating {} MiB", bytes >> 20);
+        std::memset(p, 0, bytes);
+        data_.reset(static_cast<real*>(p));
+        size_ = n;
+    }
+    void zero() { std::memset(data_.get(), 0, size_ * sizeof(real)); }
+    real* data() const { return data_.get(); }
+    size_t size() const { return size_; }
+
+private:
+    struct Free {
+        void operator()(real* p) const { std::free(p); }
+    };
+    std::unique_ptr<real, Free> data_;
+    size_t size_ = 0;
+};
+
+}  // namespace hg

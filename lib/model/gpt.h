@@ -1,0 +1,201 @@
+// gpt.h — the GPT: its tensor table, its memory, and its forward and backward passes.
+//
+//   X⁰ = wte[idx] + wpe                         encoder        (B, T, C); no wpe with rope
+//   for each block ℓ:                            pre-norm, GPT-2 style
+//     q, k, v = c_attn(norm_1(Xˡ));  q, k = rope(q, k);  q, k = qk_norm(q, k)     (each optional)
+//     Xˡ += attn_proj(attention(q, k, v))
+//     Xˡ += mlp_proj(act(c_fc(norm_2(Xˡ))))     act: GELU, ReLU², or SwiGLU on [gate | up]
+//   logits = softcap(norm_f(Xᴸ) · lm_headᵀ)     (B, T, V); softcap optional
+//   loss = mean cross-entropy(logits, targets)
+// norm is LayerNorm or RMSNorm (GPTConfig::norm). The GPT-2 block is every choice at its
+// default: LayerNorm, learned positions, GELU, no QK-norm, no cap.
+//
+// gpt_backward is gpt_forward read in reverse, one layer's backward per forward line
+// (lib/model/gpt_passes.cpp). All of it is a template over the number type: float runs the fast
+// path, double the scalar twins (lib/layers/layers.h), which the whole-model gradient check uses.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/model/config.h"
+#include "lib/core/profile.h"
+#include "lib/core/tensor.h"
+
+namespace hg {
+
+// The parts of the model the course's parameter table counts separately.
+enum class Component { Embedding, Attention, MLP, BlockLayerNorm, FinalLayerNorm, LMHead };
+
+// What a parameter tensor is to its layer: what gpt_init draws for it, and whether it decays.
+enum class Role {
+    Embedding,        // wte, wpe: rows looked up by token id or position
+    Weight,           // a linear layer's matrix W (out, in): out = inp · Wᵀ + b
+    Bias,             // a linear layer's b (out)
+    LayerNormWeight,  // γ (C): LayerNorm's or RMSNorm's gain
+    LayerNormBias,    // β (C): LayerNorm's only
+};
+
+// One row of the tensor table. The table is the single list of the model's parameters:
+// it gives the arena's size and each tensor's view into it, the checkpoint names (nanoGPT's
+// state_dict keys), which tensors AdamW decays, how gpt_init draws each, and the labels tests
+// print. The choices nanoGPT does not have keep its name for the tensor in the same role:
+// RMSNorm's gain is ln_1.weight / ln_2.weight / ln_f.weight (with no .bias), SwiGLU's stacked
+// gate and up projection [W1; W3] is mlp.c_fc.weight (2H, C) and its down projection
+// mlp.c_proj.weight (C, H). Rotary positions have no tensor (no wpe); QK-norm and the soft cap
+// have no parameters.
+struct TensorSpec {
+    std::string name;     // "transformer.h.0.attn.c_attn.weight"
+    Shape shape;          // (3C, C)
+    bool decays;          // AdamW weight decay: the 2-D tensors (Weight, Embedding) only
+    Component component;
+    Role role;
+    size_t fan_in;        // inputs per output: a linear layer's `in`, for its weight and its bias;
+                          // 1 for embeddings and norms (one input per output)
+    bool residual;        // part of a projection that writes into the residual stream
+                          // (attn.c_proj, mlp.c_proj)
+    size_t offset;        // where it starts in the parameter arena, in numbers
+};
+
+std::vector<TensorSpec> parameter_table(const GPTConfig& config);
+size_t parameter_count(const GPTConfig& config);  // from the table; allocates no model
+
+template <typename real>
+struct BlockParameters {
+    real* ln_1_w;       // (C) LayerNorm's γ or RMSNorm's gain
+    real* ln_1_b;       // (C) or null (always null under RMSNorm)
+    real* attn_w;       // (3C, C)  c_attn: rows Q, then K, then V; heads contiguous in each
+    real* attn_b;       // (3C) or null
+    real* attn_proj_w;  // (C, C)
+    real* attn_proj_b;  // (C) or null
+    real* ln_2_w;       // (C)
+    real* ln_2_b;       // (C) or null
+    real* fc_w;         // (F, C), F = mlp_fc_width(): 4C, or 2H for SwiGLU (rows W1, then W3)
+    real* fc_b;         // (F) or null
+    real* mlp_proj_w;   // (C, M), M = mlp_hidden(): 4C, or H for SwiGLU
+    real* mlp_proj_b;   // (C) or null
+};
+
+// Views into one arena: the parameters, or (same layout) their gradients.
+template <typename real>
+struct ParameterTensors {
+    real* wte;      // (V, C)
+    real* wpe;      // (block_size, C); null with sinusoidal or rotary positions
+    std::vector<BlockParameters<real>> h;  // L blocks
+    real* ln_f_w;   // (C)
+    real* ln_f_b;   // (C) or null
+    real* lm_head;  // (V, C); the same pointer as wte when the weights are tied
+};
+
+// What the forward pass keeps for the backward pass, per block. N = B·T; F and M are the MLP's
+// widths (BlockParameters). The two branch outputs
+// (after attention's and the MLP's output projections) are not kept: each is written straight
+// into the stream it is added to (res_2, res_3), because the backward of a sum needs no values.
+template <typename real>
+struct BlockActivations {
+    real* ln_1;       // (N, C)
+    real* ln_1_mean;  // (N); null under RMSNorm, which subtracts no mean
+    real* ln_1_rstd;  // (N)
+    real* qkv;        // (N, 3C) as attention reads it: after rope and QK-norm, when on (in place)
+    real* qk_rstd;    // (N, 2·NH) QK-norm's rstd per head of q, then of k; null without QK-norm
+    real* att;        // (B, NH, T, T) attention probabilities
+    real* atty;       // (N, C) heads' outputs, concatenated
+    real* res_2;      // (N, C) the stream after attention: X + attn_proj(atty)
+    real* ln_2;       // (N, C)
+    real* ln_2_mean;  // (N) or null, as ln_1_mean
+    real* ln_2_rstd;  // (N)
+    real* fc;         // (N, F) before the activation (for SwiGLU each row is [gate | up])
+    real* fc_act;     // (N, M) after it
+    real* res_3;      // (N, C) the block's output: res_2 + mlp_proj(fc_act)
+};
+
+template <typename real>
+struct ActivationTensors {
+    real* pos_table;  // (block_size, C) the fixed sinusoidal table; null otherwise
+    real* rope_cos;   // (block_size, hs/2) RoPE's cos θ and sin θ (rope_table); null without rope
+    real* rope_sin;   // (block_size, hs/2)
+    real* encoded;    // (N, C) token + position embeddings (after dropout)
+    std::vector<BlockActivations<real>> h;
+    real* ln_f;       // (N, C)
+    real* ln_f_mean;  // (N) or null, as ln_1_mean
+    real* ln_f_rstd;  // (N)
+    real* logits;     // (N, V), after the soft cap when there is one (in place)
+    real* probs;      // (N, V) softmax(logits), kept for the loss's backward
+    real* losses;     // (N)
+};
+
+// Working space of the backward pass, reused by every block. Each buffer is written whole by the
+// layer that produces it (layers.h), so none is zeroed first, except dx: the norms' backward
+// adds into it, and gpt_backward zeroes it once.
+template <typename real>
+struct BackwardScratch {
+    real* dx;         // (N, C) gradient of the residual stream, updated block by block
+    real* dln;        // (N, C) gradient at a norm's output
+    real* dqkv;       // (N, 3C)
+    real* datty;      // (N, C)
+    real* ddrop;      // (N, C) gradient before a dropout (used only when dropout is on)
+    real* dfc;        // (N, F)
+    real* dfc_act;    // (N, M)
+    real* datt;       // (B, NH, T, T) attention's working space (the forward's too, for dropout)
+    real* dlogits;    // (N, V)
+};
+
+template <typename real>
+struct GPT {
+    GPTConfig config;
+    int max_B = 0, max_T = 0;           // what the activation arenas were sized for
+    std::vector<TensorSpec> table;      // parameter_table(config)
+    size_t num_parameters = 0;
+    Arena<real> params_memory, grads_memory, acts_memory, scratch_memory;
+    Arena<int> tokens_memory;           // inputs and targets of the last forward
+    ParameterTensors<real> params, grads;
+    ActivationTensors<real> acts;
+    BackwardScratch<real> scratch;
+    // The last forward pass: its sizes and what the backward needs to know about it.
+    int B = 0, T = 0;
+    int* inputs = nullptr;              // (max_B, max_T)
+    int* targets = nullptr;             // (max_B, max_T)
+    bool has_targets = false;
+    bool training = false;
+    uint64_t dropout_key = 0;
+    double loss = 0;
+    Profile* profile = nullptr;         // when set, each layer's time is charged to it (build/bench)
+};
+
+// Allocates every arena for batches up to (max_B, max_T): nothing is allocated after this.
+// With `share_params_of`, the model is a replica for data-parallel threads (lib/train/trainer.h): its
+// own gradients, activations and scratch, and views of the other model's parameters instead
+// of an arena of its own.
+template <typename real>
+void gpt_build(GPT<real>& model, const GPTConfig& config, int max_B, int max_T,
+               const GPT<real>* share_params_of = nullptr);
+// Draws the initial weights from config.init with a generator seeded by `seed`. hg::Error for
+// a replica (it would write into another model's weights).
+template <typename real>
+void gpt_init(GPT<real>& model, uint64_t seed);
+// The arena of the model's own parameters, for code that writes all of them (gpt_init, a
+// checkpoint's weights). hg::Error for a replica, which owns none.
+template <typename real>
+real* gpt_own_parameters(GPT<real>& model);
+
+// How a forward pass runs: training turns dropout on, with masks drawn from dropout_key.
+struct ForwardMode {
+    bool training = false;
+    uint64_t dropout_key = 0;
+};
+
+// idx (B, T) token ids; targets (B, T) or null (then no loss: returns 0). Fills
+// acts.logits (B, T, V), soft-capped when the config caps them; returns the mean cross-entropy.
+// T may be shorter than block_size, never longer: every position encoding, rope included, is
+// defined for positions 0 .. block_size-1 (rope's table has block_size rows), and a longer
+// context is hg::Error. A sampler crops the context to its last block_size tokens.
+template <typename real>
+double gpt_forward(GPT<real>& model, const int* idx, const int* targets, int B, int T,
+                   ForwardMode mode = {});
+template <typename real>
+void gpt_zero_grad(GPT<real>& model);
+// Adds d(dloss · loss)/dθ into model.grads for the last forward (which needs targets).
+template <typename real>
+void gpt_backward(GPT<real>& model, real dloss = 1);
+
+}  // namespace hg

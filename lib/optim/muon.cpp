@@ -1,0 +1,190 @@
+// muon.cpp — see muon.h.
+#include "lib/optim/muon.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "lib/core/errors.h"
+#include "lib/kernels/matmul.h"
+
+namespace hg {
+
+OptimizerKind parse_optimizer(const std::string& s) {
+    if (s == "adamw") return OptimizerKind::AdamW;
+    if (s == "muon") return OptimizerKind::Muon;
+    fail("optimizer must be adamw or muon (got '{}')", s);
+}
+
+std::string to_string(OptimizerKind k) { return k == OptimizerKind::Muon ? "muon" : "adamw"; }
+
+void MuonConfig::validate() const {
+    check(std::isfinite(lr) && lr >= 0, "muon_lr must be >= 0, 0 for learning_rate (got {})", lr);
+    check(momentum >= 0 && momentum < 1, "muon_momentum must be in [0, 1) (got {})", momentum);
+    check(momentum_warmup >= 0, "muon_momentum_warmup must be >= 0 (got {})", momentum_warmup);
+}
+
+float muon_momentum_at(const MuonConfig& c, int iter) {
+    if (c.momentum_warmup <= 0 || iter >= c.momentum_warmup) return c.momentum;
+    const float frac = float(iter) / float(c.momentum_warmup);
+    return kMuonMomentumStart + frac * (c.momentum - kMuonMomentumStart);
+}
+
+size_t newton_schulz_scratch(int a, int b) { return size_t(a) * b + 2 * size_t(a) * a; }
+
+namespace {
+
+// The two products of a Newton–Schulz step, on sgemm for float and as plain loops for double.
+// gram: g(a,a) = x xᵀ for x (a,b).  mul_add: y(a,b) += p(a,a) · x(a,b).  square: q = p · p.
+void gram(float* g, const float* x, int a, int b) { matmul_nt(g, x, x, a, a, b, b, b, a, 1.0f, 0.0f); }
+void square(float* q, const float* p, int a) { matmul_nn(q, p, p, a, a, a, a, a, a, 1.0f, 0.0f); }
+void mul_add(float* y, const float* p, const float* x, int a, int b) {
+    matmul_nn(y, p, x, a, b, a, a, b, b, 1.0f, 1.0f);
+}
+
+void gram(double* g, const double* x, int a, int b) {
+    for (int i = 0; i < a; i++)
+        for (int j = 0; j < a; j++) {
+            double s = 0;
+            for (int k = 0; k < b; k++) s += x[size_t(i) * b + k] * x[size_t(j) * b + k];
+            g[size_t(i) * a + j] = s;
+        }
+}
+void square(double* q, const double* p, int a) {
+    for (int i = 0; i < a; i++)
+        for (int j = 0; j < a; j++) {
+            double s = 0;
+            for (int k = 0; k < a; k++) s += p[size_t(i) * a + k] * p[size_t(k) * a + j];
+            q[size_t(i) * a + j] = s;
+        }
+}
+void mul_add(double* y, const double* p, const double* x, int a, int b) {
+    for (int i = 0; i < a; i++)
+        for (int k = 0; k < a; k++) {
+            const double pik = p[size_t(i) * a + k];
+            for (int j = 0; j < b; j++) y[size_t(i) * b + j] += pik * x[size_t(k) * b + j];
+        }
+}
+
+}  // namespace
+
+template <typename real>
+void newton_schulz(real* x, int a, int b, real* scratch, int steps, const NsCoefficients& k) {
+    const size_t n = size_t(a) * b, aa = size_t(a) * a;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += double(x[i]) * double(x[i]);
+    const real inv = real(1.0 / (std::sqrt(sum) + 1e-7));  // σ_max <= ‖x‖_F: every σ lands in [0, 1]
+    for (size_t i = 0; i < n; i++) x[i] *= inv;
+    real* y = scratch;         // (a, b) the next iterate
+    real* gm = y + n;          // (a, a) A = X Xᵀ
+    real* poly = gm + aa;      // (a, a) b·A + c·A²
+    real* cur = x;
+    for (int s = 0; s < steps; s++) {
+        gram(gm, cur, a, b);
+        square(poly, gm, a);
+        for (size_t i = 0; i < aa; i++) poly[i] = real(k.b) * gm[i] + real(k.c) * poly[i];
+        for (size_t i = 0; i < n; i++) y[i] = real(k.a) * cur[i];
+        mul_add(y, poly, cur, a, b);  // X' = a·X + (b·A + c·A²)·X
+        std::swap(cur, y);
+    }
+    if (cur != x) std::memcpy(x, cur, n * sizeof(real));
+}
+
+template <typename real>
+void newton_schulz(real* x, int a, int b, real* scratch, int steps) {
+    newton_schulz(x, a, b, scratch, steps, NsCoefficients{});
+}
+
+bool muon_trains(const TensorSpec& t) {
+    return t.role == Role::Weight && t.shape.ndim == 2 &&
+           (t.component == Component::Attention || t.component == Component::MLP);
+}
+
+OptimizerGroups optimizer_groups(const std::vector<TensorSpec>& table, OptimizerKind kind) {
+    OptimizerGroups g;
+    for (const TensorSpec& t : table) {
+        if (kind == OptimizerKind::Muon && muon_trains(t))
+            g.muon.push_back({t.offset, int(t.shape.dims[0]), int(t.shape.dims[1])});
+        else
+            g.adamw.push_back({t.offset, t.shape.numel(), t.decays});
+    }
+    return g;
+}
+
+std::string describe_optimizer(const std::vector<TensorSpec>& table, OptimizerKind kind, const MuonConfig& muon,
+                               const AdamWConfig& adamw) {
+    size_t muon_tensors = 0, muon_params = 0, adamw_tensors = 0, adamw_params = 0;
+    std::vector<std::string> shapes;  // the Muon matrices' distinct shapes, in table order
+    for (const TensorSpec& t : table) {
+        if (kind == OptimizerKind::Muon && muon_trains(t)) {
+            muon_tensors++, muon_params += t.shape.numel();
+            if (std::find(shapes.begin(), shapes.end(), t.shape.str()) == shapes.end()) shapes.push_back(t.shape.str());
+        } else {
+            adamw_tensors++, adamw_params += t.shape.numel();
+        }
+    }
+    std::string out = fmt::format("optimizer: {}\n", to_string(kind));
+    if (kind == OptimizerKind::Muon) {
+        std::string list;
+        for (const std::string& s : shapes) list += (list.empty() ? "" : " ") + s;
+        out += fmt::format("  muon:  {} tensors, {} parameters (the blocks' linear weights: {}); momentum {} "
+                           "(warmup {}), lr {}, Newton–Schulz 5 steps\n",
+                           muon_tensors, muon_params, list, muon.momentum, muon.momentum_warmup,
+                           muon.lr > 0 ? fmt::format("{:g}", muon.lr) : std::string("= learning_rate"));
+    }
+    out += fmt::format("  adamw: {} tensors, {} parameters (beta1 {}, beta2 {}, weight decay {})\n", adamw_tensors,
+                       adamw_params, adamw.beta1, adamw.beta2, adamw.weight_decay);
+    return out;
+}
+
+template <typename real>
+void Muon<real>::build(const std::vector<MuonMatrix>& m) {
+    matrices = m;
+    size_t need = 0;
+    for (const MuonMatrix& w : matrices) {
+        const int a = std::min(w.rows, w.cols), b = std::max(w.rows, w.cols);
+        need = std::max(need, size_t(a) * b + newton_schulz_scratch(a, b));
+    }
+    scratch.allocate(need);
+}
+
+template <typename real>
+void Muon<real>::step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
+                      const NsCoefficients& k, double grad_scale) {
+    const real r_mu = real(mu), scale = real(grad_scale);
+    const real keep = real(1.0 - lr * weight_decay);
+    for (const MuonMatrix& w : matrices) {
+        const int rows = w.rows, cols = w.cols;
+        const bool flip = rows > cols;  // iterate on Uᵀ, the wide orientation
+        const int a = flip ? cols : rows, b = flip ? rows : cols;
+        real* x = scratch.data();  // (a, b)
+        real* p = params + w.offset;
+        const real* g = grads + w.offset;
+        real* buf = momentum + w.offset;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                const size_t i = size_t(r) * cols + c;
+                const real gi = g[i] * scale;  // the same bits as a gradient clipped in place
+                buf[i] = r_mu * buf[i] + gi;
+                x[flip ? size_t(c) * rows + r : i] = gi + r_mu * buf[i];
+            }
+        newton_schulz(x, a, b, x + size_t(a) * b, 5, k);
+        const real step = real(lr * 0.2 * std::sqrt(double(b)));  // lr · the shape rule s
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                const size_t i = size_t(r) * cols + c;
+                p[i] = p[i] * keep - step * x[flip ? size_t(c) * rows + r : i];
+            }
+    }
+}
+
+template void newton_schulz<float>(float*, int, int, float*, int);
+template void newton_schulz<double>(double*, int, int, double*, int);
+template void newton_schulz<float>(float*, int, int, float*, int, const NsCoefficients&);
+template void newton_schulz<double>(double*, int, int, double*, int, const NsCoefficients&);
+template struct Muon<float>;
+template struct Muon<double>;
+
+}  // namespace hg
