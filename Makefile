@@ -384,20 +384,20 @@ crosscheck: build data data-gpt2 crosscheck-deps
 #   make uninstall [PREFIX=...] [DESTDIR=...]   removes what the install's manifest lists
 #   make example-check   apps/example/ built and run against an installed copy (tools/example_check.sh)
 #
-# The public headers: every header of lib/, lib/layers/ and lib/kernels/, except Highway's
+# The public headers: every header in lib/'s folders, except Highway's
 # per-target fragments (*-inl.h: they compile only inside a foreach_target.h unit). The model,
 # the trainer and the data pipeline are the entry points; the layers and kernels are public too,
 # because building on them (a layer of one's own, a training loop of one's own) is what the
 # library is for; and the rest are what those headers include. Each compiles on its own from the
 # prefix (example-check tries every one).
 #
-# In the tree a header includes another as "lib/x.h" (paths from the repository root, -I.).
-# Installed, that line reads <handgrad/x.h> (Cflags: -I$(PREFIX)/include): install rewrites the
+# In the tree a header includes another as "lib/folder/x.h" (paths from the repository root, -I.).
+# Installed, that line reads <handgrad/folder/x.h> (Cflags: -I$(PREFIX)/include): install rewrites the
 # `#include "lib/` lines and nothing else, so the tree keeps one spelling for every include and
 # the installed copy is the source with that prefix changed.
 PREFIX      ?= /usr/local
 SHARED      ?= 1
-HG_VERSION  := 0.1.0
+HG_VERSION  := 0.2.0
 # The soname carries major.minor: before 1.0 no two minor versions promise the same ABI.
 HG_SO       := libhandgrad.so.$(basename $(HG_VERSION))
 HG_HEADERS  := $(filter-out %-inl.h,$(sort $(wildcard lib/*/*.h)))

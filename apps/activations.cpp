@@ -25,8 +25,8 @@
 
 #include "apps/flags.h"
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/data/dataset.h"
 #include "lib/model/probe.h"
+#include "lib/text/char_tokenizer.h"
 
 using namespace hg;
 using json = nlohmann::ordered_json;

@@ -16,8 +16,8 @@
 #include <fstream>
 
 #include "apps/flags.h"
-#include "lib/model/count.h"
 #include "lib/kernels/simd.h"
+#include "lib/model/count.h"
 #include "lib/model/memory_check.h"
 #include "lib/train/trainer.h"
 

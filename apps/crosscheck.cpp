@@ -31,10 +31,10 @@
 
 #include "apps/flags.h"
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/kernels/adamw.h"
-#include "lib/optim/muon.h"
-#include "lib/optim/adamw.h"
 #include "lib/core/rng.h"
+#include "lib/kernels/adamw.h"
+#include "lib/optim/adamw.h"
+#include "lib/optim/muon.h"
 #include "lib/optim/schedule.h"
 #include "lib/train/train_config.h"
 

@@ -18,8 +18,10 @@
 #include "apps/flags.h"
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/dataset.h"
-#include "lib/train/evaluate.h"
 #include "lib/model/memory_check.h"
+#include "lib/text/text_file.h"
+#include "lib/text/tokenizer_by_name.h"
+#include "lib/train/evaluate.h"
 
 using namespace hg;
 

@@ -15,9 +15,9 @@
 #include <functional>
 #include <string>
 
-#include "lib/text/bpe.h"
-#include "lib/model/config.h"
 #include "lib/core/errors.h"
+#include "lib/model/config.h"
+#include "lib/text/bpe.h"
 
 namespace hg {
 

@@ -10,9 +10,10 @@
 
 #include "apps/flags.h"
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/data/dataset.h"
 #include "lib/model/generate.h"
 #include "lib/model/sample.h"
+#include "lib/text/text_file.h"
+#include "lib/text/tokenizer_by_name.h"
 
 using namespace hg;
 

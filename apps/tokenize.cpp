@@ -13,10 +13,12 @@
 #include <memory>
 
 #include "apps/flags.h"
-#include "lib/text/bpe.h"
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/data/dataset.h"
+#include "lib/text/bpe.h"
+#include "lib/text/char_tokenizer.h"
+#include "lib/text/text_file.h"
 #include "lib/text/tokenizer.h"
+#include "lib/text/tokenizer_by_name.h"
 
 using namespace hg;
 

@@ -32,14 +32,18 @@
 #include <thread>
 
 #include "apps/flags.h"
-#include "lib/train/batch_threads.h"
+#include "lib/checkpoint/atomic_file.h"
 #include "lib/data/dataset.h"
-#include "lib/process/dist.h"
-#include "lib/train/evaluate.h"
 #include "lib/kernels/simd.h"
 #include "lib/model/memory_check.h"
+#include "lib/process/dist.h"
 #include "lib/process/run_lock.h"
 #include "lib/process/stop_signal.h"
+#include "lib/text/char_tokenizer.h"
+#include "lib/text/text_file.h"
+#include "lib/text/tokenizer_by_name.h"
+#include "lib/train/batch_threads.h"
+#include "lib/train/evaluate.h"
 #include "lib/train/train_loop.h"
 
 using namespace hg;

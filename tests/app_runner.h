@@ -78,6 +78,21 @@ inline int check_same_tensors(const std::string& path_a, const std::string& path
     return compared;
 }
 
+// A text for the app tests to train on: `line` repeated `times` times (a few kB; windows of 17
+// tokens in both splits).
+inline std::string corpus(int times = 80,
+                          const std::string& line = "to be or not to be, that is the question; whether 'tis nobler in the mind.\n") {
+    std::string s;
+    for (int i = 0; i < times; i++) s += line;
+    return s;
+}
+
+// The flags of a tiny run: one block of width 16 over 16 positions, batches of 4, two batches
+// per evaluation, warmup 2, one thread; each run takes well under a second. A test adds its
+// own flags after these, and a flag given twice takes its last value.
+inline const std::string kTiny =
+    " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
+
 // A fresh directory under /tmp, removed with everything in it when the test ends.
 struct TempDir {
     std::filesystem::path path;

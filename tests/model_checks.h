@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/gpt.h"
 #include "lib/core/rng.h"
+#include "lib/model/gpt.h"
 #include "tests/gradcheck.h"
 
 namespace hg::test {

@@ -22,15 +22,6 @@ using namespace hg;
 using namespace hg::test;
 namespace fs = std::filesystem;
 
-static std::string corpus() {
-    std::string s;
-    for (int i = 0; i < 80; i++) s += "to be or not to be, that is the question; whether 'tis nobler in the mind.\n";
-    return s;
-}
-
-// A tiny model so each run takes well under a second.
-static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
-
 TEST_CASE("train rejects bad flags, bad data and bad configs with one clear line", "[apps][errors][muon]") {
     TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());

@@ -34,15 +34,13 @@ struct Setup {
     TempDir tmp{"handgrad-bad"};
     std::string data, ckpt, file, dir, nowhere;
     Setup() {
-        std::string text;
-        for (int i = 0; i < 60; i++) text += "the quality of mercy is not strained; it droppeth as the gentle rain.\n";
-        data = write_file(tmp.path / "data.txt", text);
+        data = write_file(tmp.path / "data.txt",
+                          corpus(60, "the quality of mercy is not strained; it droppeth as the gentle rain.\n"));
         file = write_file(tmp.path / "plain", "x");
         dir = (tmp.path / "dir").string();
         fs::create_directories(dir);
         nowhere = "/proc/handgrad-no-such-dir/x";  // /proc takes no new directories, even from root
-        const Run r = run(bin("train") + " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 "
-                          "--eval_iters=1 --threads=1 --batch_threads=1 --warmup_iters=1 --max_iters=1 --data=" +
+        const Run r = run(bin("train") + kTiny + " --eval_iters=1 --batch_threads=1 --warmup_iters=1 --max_iters=1 --data=" +
                           data + " --out_dir=" + (tmp.path / "out").string());
         INFO(r.output);
         REQUIRE(r.status == 0);
@@ -54,8 +52,7 @@ struct Setup {
 
 TEST_CASE("train: meaningless numbers and unusable paths are refused in one line", "[robust][errors][apps]") {
     Setup s;
-    const std::string base = bin("train") + " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 "
-                             "--eval_iters=1 --threads=1 --batch_threads=1 --max_iters=2 --warmup_iters=1 --data=" +
+    const std::string base = bin("train") + kTiny + " --eval_iters=1 --batch_threads=1 --max_iters=2 --warmup_iters=1 --data=" +
                              s.data + " --out_dir=" + (s.tmp.path / "o").string();
     expect_errors(base, {
         {"--learning_rate=nan", "learning_rate"}, {"--learning_rate=inf", "learning_rate"},

@@ -7,19 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "lib/text/char_tokenizer.h"
 #include "lib/train/batch_threads.h"
-#include "lib/data/dataset.h"
 #include "lib/train/trainer.h"
 #include "tests/app_runner.h"
 
 using namespace hg;
 using namespace hg::test;
 
-static std::string corpus() {
-    std::string s;
-    for (int i = 0; i < 80; i++) s += "once more unto the breach, dear friends, once more; or close the wall up.\n";
-    return s;
-}
+static std::string breach_text() { return corpus(80, "once more unto the breach, dear friends, once more; or close the wall up.\n"); }
 
 TEST_CASE("--batch_threads is auto or a positive integer; the replica candidate divides the batch", "[batch_threads]") {
     CHECK(parse_batch_threads("auto") == 0);
@@ -43,7 +39,7 @@ TEST_CASE("--batch_threads is auto or a positive integer; the replica candidate 
 
 TEST_CASE("auto picks a valid setting: untimed 1 without a choice, else the faster of two timed ones",
           "[batch_threads][train]") {
-    const std::string text = corpus();
+    const std::string text = breach_text();
     const Tokenizer tok = Tokenizer::from_text(text);
     const std::vector<int> ids = tok.encode(text);
     GPTConfig c;
@@ -98,10 +94,9 @@ TEST_CASE("auto picks a valid setting: untimed 1 without a choice, else the fast
 TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bit for bit; bad values get one line",
           "[apps][batch_threads]") {
     TempDir tmp("handgrad-batch-threads");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", breach_text());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
-    const std::string common = bin("train") + " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 "
-                               "--eval_iters=2 --warmup_iters=2 --max_iters=6 --eval_interval=3 --dropout=0.1 --threads=2"
+    const std::string common = bin("train") + kTiny + " --max_iters=6 --eval_interval=3 --dropout=0.1 --threads=2"
                                " --data=" + data;
     const Run autorun = run(common + " --out_dir=" + a);
     INFO(autorun.output);

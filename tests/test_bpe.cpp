@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "lib/text/bpe.h"
-#include "lib/data/dataset.h"
 #include "lib/core/errors.h"
 #include "lib/core/rng.h"
+#include "lib/data/dataset.h"
+#include "lib/text/bpe.h"
+#include "lib/text/text_file.h"
+#include "lib/text/tokenizer_by_name.h"
 #include "lib/text/utf8.h"
 #include "tests/bpe_files.h"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/text/bpe.h"
 #include "lib/core/errors.h"
 #include "lib/core/rng.h"
+#include "lib/text/bpe.h"
 #include "tests/bpe_files.h"
 
 using namespace hg;

@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/train/budget.h"
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/dataset.h"
+#include "lib/text/char_tokenizer.h"
+#include "lib/train/budget.h"
 #include "lib/train/train_loop.h"
 #include "lib/train/trainer.h"
 #include "tests/app_runner.h"
@@ -21,13 +22,9 @@
 using namespace hg;
 using namespace hg::test;
 
-static std::string corpus() {
-    std::string s;
-    for (int i = 0; i < 80; i++) s += "Now is the winter of our discontent made glorious summer by this sun of York.\n";
-    return s;
-}
+static std::string york_text() { return corpus(80, "Now is the winter of our discontent made glorious summer by this sun of York.\n"); }
 
-static const std::string kTiny = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=3";
+static const std::string kTinyRun = kTiny + " --warmup_iters=3";
 
 // The number after the last match of `pattern` in `text`.
 static int number_after(const std::string& text, const std::string& pattern) {
@@ -51,7 +48,7 @@ static std::string rest_of_line(const std::string& text, const std::string& patt
 
 // A tiny model on the corpus, ready to train with `tc`.
 struct TinyTrainer {
-    std::string text = corpus();
+    std::string text = york_text();
     Tokenizer tok = Tokenizer::from_text(text);
     std::vector<int> ids = tok.encode(text);
     Split split = split_train_val(ids);
@@ -216,9 +213,9 @@ TEST_CASE("a budgeted run on a clock of its own stops where the clock says, and 
 
 TEST_CASE("a time-budgeted run is the --max_iters run it planned, cut where the clock stopped", "[apps][budget]") {
     TempDir tmp("handgrad-budget");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", york_text());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
-    const std::string common = bin("train") + kTiny + " --data=" + data + " --eval_interval=1000000 --dropout=0.1";
+    const std::string common = bin("train") + kTinyRun + " --data=" + data + " --eval_interval=1000000 --dropout=0.1";
     // A warmup of 30 steps: the run plans once from timed steps, again at the warmup's end, and
     // again each tenth of the budget (re-plans that move the end of the decay).
     Run budgeted = run(common + " --time_budget=1.5 --warmup_iters=30 --out_dir=" + a);
@@ -252,8 +249,8 @@ TEST_CASE("a time-budgeted run is the --max_iters run it planned, cut where the 
 
 TEST_CASE("budget flags: mistakes get one clear line", "[apps][budget][errors]") {
     TempDir tmp("handgrad-budget");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
-    const std::string base = bin("train") + kTiny + " --data=" + data + " --out_dir=" + (tmp.path / "out").string();
+    const std::string data = write_file(tmp.path / "data.txt", york_text());
+    const std::string base = bin("train") + kTinyRun + " --data=" + data + " --out_dir=" + (tmp.path / "out").string();
     expect_error(run(base + " --time_budget=-5"), "time_budget");
     expect_error(run(base + " --time_budget=nan"), "time_budget");
     expect_error(run(base + " --time_budget=60 --max_iters=10"), "not both");
@@ -295,7 +292,7 @@ TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][bud
 
     // An explicit --max_iters turns the speedrun preset's budget off (no clock, no plan).
     TempDir tmp("handgrad-budget");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", york_text());
     Run r = run(bin("train") + " --preset=speedrun --n_layer=1 --n_embd=16 --n_head=2 --block_size=16 --threads=1 "
                 "--eval_iters=1 --max_iters=2 --data=" + data + " --out_dir=" + (tmp.path / "out").string());
     INFO(r.output);

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/data/dataset.h"
 #include "lib/core/errors.h"
+#include "lib/data/dataset.h"
+#include "lib/text/char_tokenizer.h"
+#include "lib/text/text_file.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;

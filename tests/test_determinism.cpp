@@ -21,6 +21,7 @@
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/dataset.h"
 #include "lib/kernels/simd.h"
+#include "lib/text/char_tokenizer.h"
 #include "lib/train/trainer.h"
 #include "tests/app_runner.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/data/dataset.h"
+#include "lib/text/char_tokenizer.h"
 #include "lib/train/evaluate.h"
 #include "lib/train/trainer.h"
 #include "tests/app_runner.h"
@@ -20,26 +20,22 @@ using namespace hg::test;
 
 namespace {
 
-std::string corpus() {
-    std::string s;
-    for (int i = 0; i < 60; i++)
-        s += "ROMEO: But soft, what light through yonder window breaks? It's the east, and Juliet's the sun.\n";
-    return s;
+std::string romeo_text() {
+    return corpus(60, "ROMEO: But soft, what light through yonder window breaks? It's the east, and Juliet's the sun.\n");
 }
 
-// A tiny model, so each run takes about a second even with GPT-2's 50,257 rows.
-const std::string kTiny =
-    " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=2 --eval_iters=1 --threads=1 --warmup_iters=1"
-    " --max_iters=4 --eval_interval=4 --log_interval=2";
+// Smaller still, so each run takes about a second even with GPT-2's 50,257 rows.
+const std::string kTinyRun =
+    kTiny + " --batch_size=2 --eval_iters=1 --warmup_iters=1 --max_iters=4 --eval_interval=4 --log_interval=2";
 
 }  // namespace
 
 TEST_CASE("train --tokenizer=gpt2 records the tokenizer; eval and sample use it and refuse another", "[gpt2][apps]") {
     if (gpt2_dir().empty()) return;
     TempDir tmp("handgrad-gpt2");
-    const std::string data = write_file(tmp.path / "data.txt", corpus()), out = (tmp.path / "out").string();
+    const std::string data = write_file(tmp.path / "data.txt", romeo_text()), out = (tmp.path / "out").string();
     const std::string dir = " --gpt2_dir=" + gpt2_dir(), ckpt = out + "/ckpt.safetensors";
-    const Run train = run(bin("train") + kTiny + " --tokenizer=gpt2" + dir + " --data=" + data + " --out_dir=" + out);
+    const Run train = run(bin("train") + kTinyRun + " --tokenizer=gpt2" + dir + " --data=" + data + " --out_dir=" + out);
     INFO(train.output);
     REQUIRE(train.status == 0);
     CHECK(train.output.find("V=50257") != std::string::npos);
@@ -71,15 +67,15 @@ TEST_CASE("train --tokenizer=gpt2 records the tokenizer; eval and sample use it 
     // a mismatch, on every app, and on resuming
     expect_error(run(bin("eval") + " --ckpt=" + ckpt + " --tokenizer=char --text=" + data), "trained with the gpt2");
     expect_error(run(bin("sample") + " --ckpt=" + ckpt + " --tokenizer=char"), "trained with the gpt2");
-    expect_error(run(bin("train") + kTiny + " --tokenizer=char --init_from=resume --data=" + data + " --out_dir=" + out),
+    expect_error(run(bin("train") + kTinyRun + " --tokenizer=char --init_from=resume --data=" + data + " --out_dir=" + out),
                  "trained with the gpt2");
     expect_error(run(bin("sample") + " --ckpt=" + ckpt + " --gpt2_dir=" + (tmp.path / "none").string()), "none");
 }
 
 TEST_CASE("--tokenizer: bad names, missing files, a vocab_size that is not the tokenizer's", "[gpt2][apps][errors]") {
     TempDir tmp("handgrad-gpt2");
-    const std::string data = write_file(tmp.path / "data.txt", corpus()), out = (tmp.path / "out").string();
-    const std::string base = bin("train") + kTiny + " --data=" + data + " --out_dir=" + out;
+    const std::string data = write_file(tmp.path / "data.txt", romeo_text()), out = (tmp.path / "out").string();
+    const std::string base = bin("train") + kTinyRun + " --data=" + data + " --out_dir=" + out;
     expect_error(run(base + " --tokenizer=bpe"), "unknown tokenizer 'bpe'");
     expect_error(run(base + " --tokenizer=gpt2 --gpt2_dir=" + (tmp.path / "nowhere").string()), "nowhere");
     expect_error(run(base + " --tokenizer=char --vocab_size=7"), "--vocab_size=7");
@@ -149,8 +145,8 @@ TEST_CASE("count_characters: code points of the decoded ids, a token's partial c
 TEST_CASE("Trainer::start_from: a checkpoint's weights, the position table cropped, fresh optimizer state",
           "[gpt2][train]") {
     TempDir tmp("handgrad-gpt2");
-    const Tokenizer tok = Tokenizer::from_text(corpus());
-    const std::vector<int> ids = tok.encode(corpus());
+    const Tokenizer tok = Tokenizer::from_text(romeo_text());
+    const std::vector<int> ids = tok.encode(romeo_text());
     GPTConfig c = preset("course");
     c.vocab_size = tok.size(), c.n_layer = 1, c.n_head = 2, c.n_embd = 16, c.block_size = 16;
     TrainConfig tc;
@@ -193,8 +189,8 @@ TEST_CASE("Trainer::start_from: a checkpoint's weights, the position table cropp
 
 TEST_CASE("train --init_from=PATH fine-tunes a checkpoint; bad paths and shape flags are refused", "[gpt2][apps]") {
     TempDir tmp("handgrad-gpt2");
-    const std::string data = write_file(tmp.path / "data.txt", corpus()), base = (tmp.path / "base").string();
-    REQUIRE(run(bin("train") + kTiny + " --data=" + data + " --out_dir=" + base).status == 0);
+    const std::string data = write_file(tmp.path / "data.txt", romeo_text()), base = (tmp.path / "base").string();
+    REQUIRE(run(bin("train") + kTinyRun + " --data=" + data + " --out_dir=" + base).status == 0);
     const std::string from = base + "/ckpt.safetensors", out = (tmp.path / "tuned").string();
     const std::string tune = bin("train") + " --batch_size=2 --eval_iters=1 --threads=1 --max_iters=2 --eval_interval=2"
                              " --data=" + data + " --out_dir=" + out;

@@ -10,9 +10,10 @@
 #include <random>
 #include <string>
 
+#include "lib/checkpoint/atomic_file.h"
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/process/run_lock.h"
 #include "lib/checkpoint/safetensors.h"
+#include "lib/process/run_lock.h"
 #include "lib/process/stop_signal.h"
 #include "tests/app_runner.h"
 #include "tests/spawn.h"
@@ -23,15 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string corpus() {
-    std::string s;
-    for (int i = 0; i < 60; i++) s += "now is the winter of our discontent made glorious summer by this sun of york.\n";
-    return s;
-}
+std::string winter_text() { return corpus(60, "now is the winter of our discontent made glorious summer by this sun of york.\n"); }
 
-// A tiny model that logs every step and never finishes by itself.
-const std::string kEndless = " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=1 "
-                             "--threads=1 --batch_threads=1 --warmup_iters=2 --log_interval=1 --max_iters=100000000";
+// A tiny run that logs every step and never finishes by itself.
+const std::string kEndless = kTiny + " --eval_iters=1 --batch_threads=1 --log_interval=1 --max_iters=100000000";
 
 std::string train_cmd(const fs::path& dir, const std::string& extra = "") {
     return bin("train") + kEndless + " --data=" + (dir / "data.txt").string() + " --out_dir=" + (dir / "out").string() +
@@ -56,7 +52,7 @@ TEST_CASE("stop signals are recorded, the first one named, until cleared", "[rob
 
 TEST_CASE("each signal that ends a job saves a checkpoint at the current step and exits 0", "[robust][signals][apps]") {
     TempDir tmp("handgrad-signals");
-    write_file(tmp.path / "data.txt", corpus());
+    write_file(tmp.path / "data.txt", winter_text());
     const std::pair<int, std::string> signals[] = {{SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}, {SIGUSR1, "SIGUSR1"},
                                                    {SIGUSR2, "SIGUSR2"}, {SIGINT, "SIGINT"}};
     for (const auto& [sig, name] : signals) {
@@ -79,7 +75,7 @@ TEST_CASE("each signal that ends a job saves a checkpoint at the current step an
 TEST_CASE("a burst of signals while saving corrupts nothing: one save, one exit, a checkpoint that loads",
           "[robust][signals][apps]") {
     TempDir tmp("handgrad-signals");
-    write_file(tmp.path / "data.txt", corpus());
+    write_file(tmp.path / "data.txt", winter_text());
     // Saving at every step, so the burst lands on a save in progress as often as not.
     const Spawned run = spawn(train_cmd(tmp.path, " --eval_interval=1"), (tmp.path / "log").string());
     REQUIRE(wait_for_output(run, "iter 3:"));
@@ -123,7 +119,7 @@ TEST_CASE("a run lock is exclusive, names its holder, and is free again once rel
 TEST_CASE("a second run on a busy out_dir is refused, naming the first; once it dies, resume works",
           "[robust][lock][apps]") {
     TempDir tmp("handgrad-lock");
-    write_file(tmp.path / "data.txt", corpus());
+    write_file(tmp.path / "data.txt", winter_text());
     const Spawned first = spawn(train_cmd(tmp.path, " --eval_interval=2"), (tmp.path / "log").string());
     REQUIRE(wait_for_output(first, "saved checkpoint"));
     const Run second = run(train_cmd(tmp.path, " --init_from=resume --max_iters=3"));
@@ -158,7 +154,7 @@ TEST_CASE("unfinished saves (path.tmp.<pid>) are removed, and nothing else is", 
 TEST_CASE("kill -9 at random moments of a run saving every step: the last checkpoint always loads and resumes",
           "[robust][kill][apps]") {
     TempDir tmp("handgrad-kill");
-    write_file(tmp.path / "data.txt", corpus());
+    write_file(tmp.path / "data.txt", winter_text());
     const std::string ck = (tmp.path / "out" / "ckpt.safetensors").string();
     std::mt19937 gen(19);
     std::uniform_int_distribution<int> delay_ms(0, 300);

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <vector>
 
-#include "lib/model/count.h"
 #include "lib/data/dataset.h"
+#include "lib/model/count.h"
 #include "lib/model/gpt.h"
+#include "lib/text/char_tokenizer.h"
+#include "lib/text/text_file.h"
 #include "tests/gradcheck.h"
 #include "tests/model_checks.h"
 

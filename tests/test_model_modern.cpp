@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/model/count.h"
 #include "lib/layers/encoder.h"
 #include "lib/layers/swiglu.h"
+#include "lib/model/count.h"
 #include "tests/app_runner.h"
 #include "tests/model_checks.h"
 
@@ -335,15 +335,9 @@ TEST_CASE("modern block: checkpoints keep the choices in their config and round-
 
 // The apps: every new flag's bad values are one clear line; a modern model trains, resumes
 // exactly, and samples past block_size by cropping its context.
-static std::string modern_corpus() {
-    std::string s;
-    for (int i = 0; i < 60; i++) s += "now is the winter of our discontent made glorious summer.\n";
-    return s;
-}
+static std::string modern_corpus() { return corpus(60, "now is the winter of our discontent made glorious summer.\n"); }
 
-static const std::string kTinyModern =
-    " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1"
-    " --warmup_iters=2 --norm=rmsnorm --pos=rope --mlp=swiglu --qk_norm --logit_softcap=30";
+static const std::string kTinyModern = kTiny + " --norm=rmsnorm --pos=rope --mlp=swiglu --qk_norm --logit_softcap=30";
 
 TEST_CASE("modern flags: bad values get one clear error line", "[apps][modern][errors]") {
     TempDir tmp("handgrad-modern-apps");

@@ -38,7 +38,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // A corpus with some variety, so different rows give visibly different gradients.
-std::string corpus() {
+std::string varied_text() {
     std::string s;
     const char* lines[] = {"to be or not to be, that is the question;\n", "whether 'tis nobler in the mind to suffer\n",
                            "the slings and arrows of outrageous fortune,\n", "or to take arms against a sea of troubles.\n"};
@@ -101,7 +101,7 @@ void require_mpi() {
 TEST_CASE("2 ranks with batch B equal 1 rank with batch 2B of the same rows", "[.][mpi][equivalence]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", varied_text());
     const std::string two = (tmp.path / "two").string(), one = (tmp.path / "one").string(),
                       half = (tmp.path / "half").string();
     const std::string common = kModel + " --data=" + data + " --max_iters=10 --eval_interval=5";
@@ -154,7 +154,7 @@ TEST_CASE("2 ranks with batch B equal 1 rank with batch 2B of the same rows", "[
 TEST_CASE("one process with 2 batch threads is 2 ranks of one thread, to the bit", "[.][mpi][batch_threads]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", varied_text());
     const std::string ranks = (tmp.path / "ranks").string(), threads = (tmp.path / "threads").string();
     // Dropout on and 2 micro-steps: rows, masks, scaling and the sum must all line up.
     const std::string common = kModel + " --data=" + data +
@@ -172,7 +172,7 @@ TEST_CASE("one process with 2 batch threads is 2 ranks of one thread, to the bit
 TEST_CASE("the same 2-rank run twice gives byte-identical checkpoints and losses", "[.][mpi][determinism]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", varied_text());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
     // Dropout on: each rank's masks come from (seed, iter, micro-step, rank), not from timing.
     const std::string common = kModel + " --data=" + data +
@@ -192,7 +192,7 @@ TEST_CASE("the same 2-rank run twice gives byte-identical checkpoints and losses
 TEST_CASE("a 2-rank run resumes exactly on 2 ranks and is refused on 1", "[.][mpi][resume]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", varied_text());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
     const std::string common = kModel + " --data=" + data + " --eval_interval=4 --batch_size=3 --lr_decay_iters=8";
     REQUIRE(run(mpirun(2) + bin("train") + common + " --max_iters=8 --out_dir=" + a).status == 0);
@@ -259,7 +259,7 @@ TEST_CASE("a rank that dies ends the whole job with a message, and the last chec
           "[.][mpi][failure]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", varied_text());
     BackgroundJob job(tmp.path, data);
     const fs::path out = job.out;
     INFO(read_bytes(job.log));
@@ -295,7 +295,7 @@ TEST_CASE("a rank that dies ends the whole job with a message, and the last chec
 TEST_CASE("Ctrl-C on one rank stops every rank at the same step; rank 0 saves", "[.][mpi][failure]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", varied_text());
     BackgroundJob job(tmp.path, data);
     INFO(read_bytes(job.log));
     REQUIRE(job.wait_saving());
@@ -325,7 +325,7 @@ TEST_CASE("an error every rank hits ends the job with one error line", "[.][mpi]
 TEST_CASE("a time budget on 2 ranks: one plan, one stop, every rank in step", "[.][mpi][budget]") {
     require_mpi();
     TempDir tmp("handgrad-mpi");
-    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string data = write_file(tmp.path / "data.txt", varied_text());
     const std::string out = (tmp.path / "out").string();
     Run r = run(mpirun(2) + bin("train") + kModel + " --data=" + data +
                 " --batch_size=2 --time_budget=2 --eval_interval=1000000 --out_dir=" + out);

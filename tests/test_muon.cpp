@@ -8,10 +8,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "lib/data/dataset.h"
-#include "lib/optim/muon.h"
-#include "lib/model/probe.h"
 #include "lib/core/rng.h"
+#include "lib/data/dataset.h"
+#include "lib/model/probe.h"
+#include "lib/optim/muon.h"
+#include "lib/text/char_tokenizer.h"
 #include "lib/text/tokenizer.h"
 #include "lib/train/trainer.h"
 

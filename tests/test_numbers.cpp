@@ -25,10 +25,12 @@
 
 #include <fmt/format.h>
 
-#include "lib/model/count.h"
 #include "lib/data/dataset.h"
+#include "lib/model/count.h"
 #include "lib/model/gpt.h"
 #include "lib/model/probe.h"
+#include "lib/text/char_tokenizer.h"
+#include "lib/text/text_file.h"
 #include "lib/train/trainer.h"
 
 using namespace hg;

@@ -9,10 +9,10 @@
 #endif
 
 #include "lib/core/errors.h"
+#include "lib/core/rng.h"
 #include "lib/kernels/adamw.h"
 #include "lib/kernels/simd.h"
 #include "lib/optim/adamw.h"
-#include "lib/core/rng.h"
 #include "tests/gradcheck.h"
 
 using Catch::Matchers::Contains;

@@ -18,8 +18,8 @@
 
 #include "lib/checkpoint/checkpoint.h"
 #include "tests/app_runner.h"
-#include "lib/data/dataset.h"
 #include "lib/model/probe.h"
+#include "lib/text/char_tokenizer.h"
 
 using namespace hg;
 using namespace hg::test;

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/checkpoint/safetensors.h"
 #include "lib/core/errors.h"
 #include "lib/core/rng.h"
-#include "lib/checkpoint/safetensors.h"
 
 using namespace hg;
 using namespace std::string_literals;

@@ -13,6 +13,7 @@
 
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/dataset.h"
+#include "lib/text/char_tokenizer.h"
 #include "lib/train/trainer.h"
 
 using namespace hg;

@@ -56,12 +56,10 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
 
 TEST_CASE("train records its config, the data and the threads in each checkpoint", "[apps][train][config]") {
     TempDir tmp("handgrad-train-config");
-    std::string text;
-    for (int i = 0; i < 80; i++) text += "the lady doth protest too much, methinks; or so the players say.\n";
-    const std::string data = write_file(tmp.path / "data.txt", text);
+    const std::string data =
+        write_file(tmp.path / "data.txt", corpus(80, "the lady doth protest too much, methinks; or so the players say.\n"));
     const std::string out = (tmp.path / "out").string();
-    const Run r = run(bin("train") + " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 "
-                      "--threads=1 --warmup_iters=2 --max_iters=4 --eval_interval=2 --learning_rate=2e-3 --seed=7 "
+    const Run r = run(bin("train") + kTiny + " --max_iters=4 --eval_interval=2 --learning_rate=2e-3 --seed=7 "
                       "--data=" + data + " --out_dir=" + out);
     INFO(r.output);
     REQUIRE(r.status == 0);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lib/data/dataset.h"
+#include "lib/text/char_tokenizer.h"
 #include "lib/train/train_loop.h"
 #include "tests/app_runner.h"
 

@@ -47,7 +47,7 @@ install)
       case $f in */) dirs+=("$f") ;; *) rm -f "$root$f" ;; esac
     done < "$root$manifest"
   fi
-  # In the tree a header includes another as "lib/x.h"; installed, it is <handgrad/x.h>.
+  # In the tree a header includes another as "lib/folder/x.h"; installed, it is <handgrad/folder/x.h>.
   for h in $HEADERS; do
     dst=$PREFIX/include/handgrad/${h#lib/}
     place "$dst"

@@ -11,6 +11,8 @@
 #include <handgrad/checkpoint/checkpoint.h>
 #include <handgrad/data/dataset.h>
 #include <handgrad/model/generate.h>
+#include <handgrad/text/char_tokenizer.h>
+#include <handgrad/text/text_file.h>
 #include <handgrad/train/trainer.h>
 
 #include <cstdio>

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <set>
 
-#include "lib/core/errors.h"
 #include "lib/checkpoint/json_get.h"
+#include "lib/core/errors.h"
 #include "lib/text/tokenizer.h"
 
 namespace hg {

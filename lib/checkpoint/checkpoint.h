@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/gpt.h"
 #include "lib/checkpoint/safetensors.h"
+#include "lib/model/gpt.h"
 
 namespace hg {
 

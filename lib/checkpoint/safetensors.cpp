@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "lib/process/run_lock.h"
+#include "lib/checkpoint/atomic_file.h"
 
 namespace hg {
 
@@ -79,21 +79,6 @@ size_t read_fully(int fd, void* buf, size_t n, const std::string& path) {
     return got;
 }
 
-// Writes all n bytes (write(2) may write fewer, or be interrupted); false with errno set on error.
-bool write_fully(int fd, const void* buf, size_t n) {
-    size_t put = 0;
-    while (put < n) {
-        ssize_t w = ::write(fd, static_cast<const char*>(buf) + put, n - put);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return false;
-        if (w == 0) {  // no progress and no error: do not spin forever
-            errno = EIO;
-            return false;
-        }
-        put += size_t(w);
-    }
-    return true;
-}
 
 // Parses one header entry {"dtype", "shape", "data_offsets"} into e (offsets not yet checked
 // against the buffer: that needs every entry, see load()).
@@ -316,40 +301,6 @@ void SafetensorsWriter::set_metadata(std::string key, std::string value) {
     metadata_[std::move(key)] = std::move(value);
 }
 
-namespace {
-
-// A save to `path` writes path.tmp.<pid> first.
-std::string temp_prefix(const std::string& path) { return path + ".tmp."; }
-
-// The temp file of one save(): closed on every path out, and deleted unless it was renamed.
-struct TempFile {
-    std::string path;
-    int fd = -1;
-    bool renamed = false;
-    ~TempFile() {
-        if (fd >= 0) ::close(fd);
-        if (!renamed && !path.empty()) ::unlink(path.c_str());
-    }
-};
-
-}  // namespace
-
-// Declared in run_lock.h: only the holder of a directory's lock may call it.
-int remove_unfinished_saves(const std::string& path) {
-    namespace fs = std::filesystem;
-    const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-    const std::string prefix = fs::path(temp_prefix(path)).filename().string();
-    int removed = 0;
-    std::error_code ec;
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-        const std::string name = e.path().filename().string();
-        const bool digits = name.size() > prefix.size() &&
-                            name.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
-        if (name.compare(0, prefix.size(), prefix) == 0 && digits && fs::remove(e.path(), ec)) removed++;
-    }
-    return removed;
-}
-
 void SafetensorsWriter::save(const std::string& path) const {
     // The header, in the order added (ordered_json keeps insertion order; plain json would sort),
     // with each tensor's bytes placed right after the previous one's.
@@ -373,40 +324,10 @@ void SafetensorsWriter::save(const std::string& path) const {
     header.append((8 - header.size() % 8) % 8, ' ');
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
+    std::vector<Bytes> pieces = {{len8, 8}, {header.data(), header.size()}};
+    for (const Item& item : items_) pieces.push_back({item.data, item.nbytes});
 
-    // Atomic replace: everything goes to a temp file in the same directory (rename is only
-    // atomic within one file system), which is flushed to disk before it takes the final name.
-    // Until the rename, `path` still holds the old file; after it, the complete new one.
-    TempFile tmp;
-    tmp.path = fmt::format("{}{}", temp_prefix(path), ::getpid());
-    tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (tmp.fd < 0) {
-        const std::string why = errno_str(errno), name = tmp.path;
-        tmp.path.clear();  // nothing was created, so there is nothing to delete
-        fail("cannot save {}: cannot create {}: {}", path, name, why);
-    }
-    // Raw write(2) on the descriptor: no stdio buffer in between, so nothing to fflush.
-    bool ok = write_fully(tmp.fd, len8, 8) && write_fully(tmp.fd, header.data(), header.size());
-    for (size_t i = 0; ok && i < items_.size(); i++) ok = write_fully(tmp.fd, items_[i].data, items_[i].nbytes);
-    check(ok, "cannot save {}: writing {} failed: {}", path, tmp.path, errno_str(errno));
-    // fsync: the bytes reach the disk before the rename can make them the checkpoint.
-    check(::fsync(tmp.fd) == 0, "cannot save {}: fsync of {} failed: {}", path, tmp.path, errno_str(errno));
-    int fd = tmp.fd;
-    tmp.fd = -1;
-    // close can report a deferred write error (e.g. on NFS), so its result is checked too.
-    check(::close(fd) == 0, "cannot save {}: closing {} failed: {}", path, tmp.path, errno_str(errno));
-    check(::rename(tmp.path.c_str(), path.c_str()) == 0, "cannot save {}: renaming {} over it failed: {}",
-          path, tmp.path, errno_str(errno));
-    tmp.renamed = true;
-
-    // fsync the directory, so the rename itself (a directory entry) survives a crash.
-    std::string dir = std::filesystem::path(path).parent_path().string();
-    if (dir.empty()) dir = ".";
-    Fd d;
-    d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    check(d.fd >= 0 && ::fsync(d.fd) == 0,
-          "saved {}, but could not fsync its directory {} (the new file may not survive a crash): {}", path,
-          dir, errno_str(errno));
+    write_file_atomically(path, pieces);
 }
 
 }  // namespace hg

@@ -18,8 +18,7 @@
 //   "ckpt.safetensors is truncated: 5 bytes, a safetensors file has at least 8".
 //
 // What the writer guarantees: save() either replaces the file with a complete new one or leaves
-// the old one untouched (write a temp file, fsync, rename over the target, fsync the directory),
-// so a crash or a full disk mid-save never destroys the last good checkpoint.
+// the old one untouched (lib/checkpoint/atomic_file.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -18,7 +18,7 @@
 #pragma once
 #include <cstddef>
 
-#include "lib/layers/dropout.h"
+#include "lib/kernels/dropout_kernels.h"
 
 namespace hg {
 

@@ -20,10 +20,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "lib/kernels/attention_kernels.h"
-#include "lib/kernels/softmax_kernels.h"
 #include "lib/core/errors.h"
+#include "lib/kernels/attention_kernels.h"
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/softmax_kernels.h"
 
 namespace hg {
 

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "lib/kernels/softmax_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/softmax_kernels.h"
 
 namespace hg {
 

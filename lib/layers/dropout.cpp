@@ -7,8 +7,8 @@
 
 #include <cstring>
 
-#include "lib/kernels/dropout_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/dropout_kernels.h"
 
 namespace hg {
 

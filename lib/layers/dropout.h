@@ -11,17 +11,9 @@
 #include <cstdint>
 
 #include "lib/core/errors.h"
-#include "lib/core/rng.h"
+#include "lib/kernels/dropout_kernels.h"  // Dropout
 
 namespace hg {
-
-struct Dropout {
-    float p = 0.0f;    // probability of dropping, in [0, 1)
-    uint64_t key = 0;  // which mask
-    bool active() const { return p > 0.0f; }
-    bool keep(size_t i) const { return hash_uniform(key, i) >= p; }
-    float scale() const { return 1.0f / (1.0f - p); }
-};
 
 // out and inp may alias (in place). n == 0, or p outside [0, 1), is hg::Error.
 void dropout_forward(float* out, const float* inp, size_t n, Dropout drop);

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "lib/kernels/vec.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/vec.h"
 
 namespace hg {
 

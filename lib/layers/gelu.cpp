@@ -4,8 +4,8 @@
 // against.
 #include "lib/layers/gelu.h"
 
-#include "lib/kernels/gelu_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/gelu_kernels.h"
 
 namespace hg {
 

@@ -9,10 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lib/model/config.h"
 #include "lib/core/errors.h"
 
 namespace hg {
+
+enum class GeluKind { Erf, Tanh };  // the two forms above
 
 // out (n), inp (n); out may alias inp. n == 0 (or a negative number cast to size_t) is hg::Error.
 void gelu_forward(float* out, const float* inp, size_t n, GeluKind kind);

@@ -4,8 +4,8 @@
 #include "lib/layers/layernorm.h"
 
 #include "lib/core/errors.h"
-#include "lib/kernels/layernorm_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/layernorm_kernels.h"
 
 namespace hg {
 

@@ -6,9 +6,9 @@
 
 #include <omp.h>
 
-#include "lib/kernels/vec.h"
-#include "lib/kernels/matmul.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/matmul.h"
+#include "lib/kernels/vec.h"
 
 namespace hg {
 

@@ -3,8 +3,8 @@
 // split across threads (lib/core/parallel.h). The math is above twin::qknorm_backward in qknorm.h.
 #include "lib/layers/qknorm.h"
 
-#include "lib/kernels/rmsnorm_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/rmsnorm_kernels.h"
 
 namespace hg {
 

@@ -4,8 +4,8 @@
 // target.
 #include "lib/layers/relu2.h"
 
-#include "lib/kernels/activation_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/activation_kernels.h"
 
 namespace hg {
 

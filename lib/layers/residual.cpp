@@ -3,8 +3,8 @@
 // to the scalar twins in residual.h whatever the target or thread count.
 #include "lib/layers/residual.h"
 
-#include "lib/kernels/vec.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/vec.h"
 
 namespace hg {
 

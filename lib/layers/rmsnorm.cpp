@@ -3,9 +3,9 @@
 // rmsnorm.h; the scalar twins there are the reference these are tested against.
 #include "lib/layers/rmsnorm.h"
 
+#include "lib/core/parallel.h"
 #include "lib/kernels/layernorm_kernels.h"
 #include "lib/kernels/rmsnorm_kernels.h"
-#include "lib/core/parallel.h"
 
 namespace hg {
 

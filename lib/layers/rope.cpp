@@ -4,8 +4,8 @@
 // twin::rope_backward in rope.h; the result is bit-identical to the float twin there.
 #include "lib/layers/rope.h"
 
-#include "lib/kernels/rope_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/rope_kernels.h"
 
 namespace hg {
 

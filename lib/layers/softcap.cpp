@@ -3,8 +3,8 @@
 // above twin::softcap_backward in softcap.h; the scalar twins there are the reference.
 #include "lib/layers/softcap.h"
 
-#include "lib/kernels/activation_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/activation_kernels.h"
 
 namespace hg {
 

@@ -3,8 +3,8 @@
 // derived above twin::swiglu_backward in swiglu.h; the scalar twins there are the reference.
 #include "lib/layers/swiglu.h"
 
-#include "lib/kernels/activation_kernels.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/activation_kernels.h"
 
 namespace hg {
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
+#include "lib/core/named.h"
 #include "lib/layers/swiglu.h"
 
 namespace hg {
@@ -96,73 +97,36 @@ std::string preset_names(const std::string& separator) {
     return names;
 }
 
-std::string to_string(BiasLayout b) {
-    switch (b) {
-        case BiasLayout::GPT2: return "gpt2";
-        case BiasLayout::Course: return "course";
-        case BiasLayout::Lesson14: return "lesson14";
-        case BiasLayout::None: return "none";
-    }
-    return "?";
-}
-std::string to_string(PosEncoding p) {
-    switch (p) {
-        case PosEncoding::Learned: return "learned";
-        case PosEncoding::Sinusoidal: return "sinusoidal";
-        case PosEncoding::Rope: return "rope";
-    }
-    return "?";
-}
-std::string to_string(GeluKind g) { return g == GeluKind::Erf ? "erf" : "tanh"; }
-std::string to_string(NormKind n) { return n == NormKind::LayerNorm ? "layernorm" : "rmsnorm"; }
-std::string to_string(MlpKind m) {
-    switch (m) {
-        case MlpKind::Gelu: return "gelu";
-        case MlpKind::SwiGLU: return "swiglu";
-        case MlpKind::ReLU2: return "relu2";
-    }
-    return "?";
-}
-std::string to_string(InitScheme i) {
-    switch (i) {
-        case InitScheme::GPT2: return "gpt2";
-        case InitScheme::PyTorch: return "pytorch";
-        case InitScheme::Lesson14: return "lesson14";
-        case InitScheme::Lesson14Scaled: return "lesson14-scaled";
-    }
-    return "?";
-}
+namespace {
 
-BiasLayout parse_bias_layout(const std::string& s) {
-    for (BiasLayout b : {BiasLayout::GPT2, BiasLayout::Course, BiasLayout::Lesson14, BiasLayout::None})
-        if (s == to_string(b)) return b;
-    fail("unknown bias layout '{}' (known: gpt2, course, lesson14, none)", s);
-}
-PosEncoding parse_pos_encoding(const std::string& s) {
-    for (PosEncoding p : {PosEncoding::Learned, PosEncoding::Sinusoidal, PosEncoding::Rope})
-        if (s == to_string(p)) return p;
-    fail("unknown position encoding '{}' (known: learned, sinusoidal, rope)", s);
-}
-NormKind parse_norm(const std::string& s) {
-    for (NormKind n : {NormKind::LayerNorm, NormKind::RMSNorm})
-        if (s == to_string(n)) return n;
-    fail("unknown norm '{}' (known: layernorm, rmsnorm)", s);
-}
-MlpKind parse_mlp(const std::string& s) {
-    for (MlpKind m : {MlpKind::Gelu, MlpKind::SwiGLU, MlpKind::ReLU2})
-        if (s == to_string(m)) return m;
-    fail("unknown mlp '{}' (known: gelu, swiglu, relu2)", s);
-}
-GeluKind parse_gelu(const std::string& s) {
-    if (s == "erf") return GeluKind::Erf;
-    if (s == "tanh") return GeluKind::Tanh;
-    fail("unknown gelu '{}' (known: erf, tanh)", s);
-}
-InitScheme parse_init(const std::string& s) {
-    for (InitScheme i : {InitScheme::GPT2, InitScheme::PyTorch, InitScheme::Lesson14, InitScheme::Lesson14Scaled})
-        if (s == to_string(i)) return i;
-    fail("unknown init scheme '{}' (known: gpt2, pytorch, lesson14, lesson14-scaled)", s);
-}
+// Each enum's names on the command line and in checkpoints (lib/core/named.h).
+constexpr Named<BiasLayout> kBiasLayouts[] = {
+    {BiasLayout::GPT2, "gpt2"}, {BiasLayout::Course, "course"}, {BiasLayout::Lesson14, "lesson14"},
+    {BiasLayout::None, "none"}};
+constexpr Named<PosEncoding> kPosEncodings[] = {
+    {PosEncoding::Learned, "learned"}, {PosEncoding::Sinusoidal, "sinusoidal"}, {PosEncoding::Rope, "rope"}};
+constexpr Named<GeluKind> kGeluKinds[] = {{GeluKind::Erf, "erf"}, {GeluKind::Tanh, "tanh"}};
+constexpr Named<NormKind> kNormKinds[] = {{NormKind::LayerNorm, "layernorm"}, {NormKind::RMSNorm, "rmsnorm"}};
+constexpr Named<MlpKind> kMlpKinds[] = {{MlpKind::Gelu, "gelu"}, {MlpKind::SwiGLU, "swiglu"}, {MlpKind::ReLU2, "relu2"}};
+constexpr Named<InitScheme> kInitSchemes[] = {
+    {InitScheme::GPT2, "gpt2"}, {InitScheme::PyTorch, "pytorch"}, {InitScheme::Lesson14, "lesson14"},
+    {InitScheme::Lesson14Scaled, "lesson14-scaled"}};
+
+}  // namespace
+
+std::string to_string(BiasLayout b) { return name_of(kBiasLayouts, b); }
+std::string to_string(PosEncoding p) { return name_of(kPosEncodings, p); }
+std::string to_string(GeluKind g) { return name_of(kGeluKinds, g); }
+std::string to_string(NormKind n) { return name_of(kNormKinds, n); }
+std::string to_string(MlpKind m) { return name_of(kMlpKinds, m); }
+std::string to_string(InitScheme i) { return name_of(kInitSchemes, i); }
+
+BiasLayout parse_bias_layout(const std::string& s) { return value_named(kBiasLayouts, s, "bias layout"); }
+PosEncoding parse_pos_encoding(const std::string& s) { return value_named(kPosEncodings, s, "position encoding"); }
+GeluKind parse_gelu(const std::string& s) { return value_named(kGeluKinds, s, "gelu"); }
+NormKind parse_norm(const std::string& s) { return value_named(kNormKinds, s, "norm"); }
+MlpKind parse_mlp(const std::string& s) { return value_named(kMlpKinds, s, "mlp"); }
+InitScheme parse_init(const std::string& s) { return value_named(kInitSchemes, s, "init scheme"); }
 
 std::string describe_block(const GPTConfig& c) {
     std::string s = to_string(c.norm) + ", " + to_string(c.pos) + " positions";

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/layers/gelu.h"  // GeluKind
+
 namespace hg {
 
 // Where the model has biases. Every layout keeps LayerNorm's weight; the names say the rest.
@@ -24,7 +26,6 @@ enum class NormKind { LayerNorm, RMSNorm };
 // matrices of width H = swiglu_hidden(C) (lib/layers/swiglu.h): the gate W1 and the up
 // projection W3 stacked as c_fc [W1; W3] (2H, C), then c_proj (C, H). Biases as the layout's MLP.
 enum class MlpKind { Gelu, SwiGLU, ReLU2 };
-enum class GeluKind { Erf, Tanh };  // GELU's two forms (lib/layers/gelu.h)
 enum class InitScheme {
     GPT2,      // N(0, 0.02²); residual output projections N(0, 0.02²/2L); biases 0; LN γ=1, β=0
     PyTorch,   // PyTorch's defaults: nn.Linear U(±1/√in) weights and biases, nn.Embedding N(0, 1)

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/rng.h"
 #include "lib/model/gpt.h"
 #include "lib/model/infer.h"
-#include "lib/core/rng.h"
 
 namespace hg {
 

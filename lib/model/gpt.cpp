@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "lib/core/rng.h"
 #include "lib/layers/encoder.h"
 #include "lib/layers/rope.h"
 #include "lib/model/memory_check.h"
-#include "lib/core/rng.h"
 
 namespace hg {
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/model/config.h"
 #include "lib/core/profile.h"
 #include "lib/core/tensor.h"
+#include "lib/model/config.h"
 
 namespace hg {
 

@@ -5,8 +5,8 @@
 #pragma once
 #include <cstddef>
 
-#include "lib/model/config.h"
 #include "lib/layers/layers.h"
+#include "lib/model/config.h"
 
 namespace hg {
 namespace choice {

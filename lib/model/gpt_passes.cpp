@@ -2,10 +2,10 @@
 // and the initialisation are in gpt.cpp.
 #include <cstring>
 
+#include "lib/core/rng.h"
+#include "lib/layers/layers.h"
 #include "lib/model/gpt.h"
 #include "lib/model/gpt_choices.h"
-#include "lib/layers/layers.h"
-#include "lib/core/rng.h"
 
 namespace hg {
 

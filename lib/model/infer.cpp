@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "lib/model/gpt_choices.h"
+#include "lib/kernels/matmul.h"
 #include "lib/kernels/softmax_kernels.h"
 #include "lib/layers/layers.h"
-#include "lib/kernels/matmul.h"
+#include "lib/model/gpt_choices.h"
 
 namespace hg {
 

@@ -1,4 +1,4 @@
-// optim.cpp — see optim.h.
+// adamw.cpp — see adamw.h.
 #include "lib/optim/adamw.h"
 
 #include <algorithm>
@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "lib/core/errors.h"
-#include "lib/kernels/adamw.h"
 #include "lib/core/parallel.h"
+#include "lib/kernels/adamw.h"
 
 namespace hg {
 

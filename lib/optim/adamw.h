@@ -1,4 +1,4 @@
-// optim.h — the optimizer: AdamW over every parameter tensor, and gradient-norm clipping.
+// adamw.h — the optimizer: AdamW over every parameter tensor, and gradient-norm clipping.
 //
 // All parameters live in one arena (params), and so do their gradients, Adam's first
 // moments m and second moments v, in the same layout: tensor k occupies

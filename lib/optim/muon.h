@@ -1,5 +1,5 @@
 // muon.h — Muon: momentum, then the update orthogonalised, for the blocks' weight matrices;
-// AdamW (optim.h) for everything else (embeddings, the head, every 1-D tensor).
+// AdamW (adamw.h) for everything else (embeddings, the head, every 1-D tensor).
 //
 // One Muon step for a weight W (rows, cols) with gradient G, momentum buffer M and μ:
 //
@@ -49,9 +49,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/tensor.h"
 #include "lib/model/gpt.h"
 #include "lib/optim/adamw.h"
-#include "lib/core/tensor.h"
 
 namespace hg {
 

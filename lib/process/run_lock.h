@@ -28,13 +28,6 @@ private:
     int fd_ = -1;
 };
 
-// A checkpoint save killed before its rename (kill -9, a power cut) leaves its temp file,
-// path.tmp.<pid>, beside `path`; nothing ever reads it (a load opens `path` only). Removes
-// those of `path` and returns how many; only for a caller that holds the lock of the directory,
-// so that no other process can be saving there now. Defined in safetensors.cpp, beside the
-// writer that names them.
-int remove_unfinished_saves(const std::string& path);
-
 // "pid 1234 on host node7, started 2026-12-01 20:31:07 UTC": what the lock file holds.
 std::string run_lock_owner_line();
 

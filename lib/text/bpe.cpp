@@ -7,8 +7,8 @@
 #include <functional>
 #include <tuple>
 
-#include "lib/text/bpe.h"
 #include "lib/core/errors.h"
+#include "lib/text/bpe.h"
 #include "lib/text/utf8.h"
 
 namespace hg {

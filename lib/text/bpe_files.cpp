@@ -4,9 +4,9 @@
 #include <array>
 #include <filesystem>
 
-#include "lib/text/bpe.h"
-#include "lib/data/dataset.h"
 #include "lib/core/errors.h"
+#include "lib/text/bpe.h"
+#include "lib/text/text_file.h"
 #include "lib/text/utf8.h"
 
 namespace hg {

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <charconv>
 
-#include "lib/text/bpe.h"
-#include "lib/data/dataset.h"
 #include "lib/core/errors.h"
 #include "lib/text/utf8.h"
 
@@ -16,12 +14,6 @@ const std::string& check_tokenizer_name(const std::string& name) {
     return name;
 }
 
-std::unique_ptr<TextTokenizer> make_tokenizer(const std::string& name, const std::vector<std::string>& char_vocab,
-                                              const std::string& gpt2_dir) {
-    if (check_tokenizer_name(name) == "char") return std::make_unique<Tokenizer>(Tokenizer::from_vocab(char_vocab));
-    return std::make_unique<Gpt2Tokenizer>(Gpt2Tokenizer::load(gpt2_dir));
-}
-
 void check_vocabulary(const std::string& tokenizer, const std::vector<std::string>& vocab, int vocab_size) {
     if (check_tokenizer_name(tokenizer) == "char") {
         check(int(vocab.size()) == vocab_size, "the char vocabulary has {} tokens but vocab_size is {}", vocab.size(),
@@ -30,18 +22,6 @@ void check_vocabulary(const std::string& tokenizer, const std::vector<std::strin
     }
     check(vocab.empty(), "a gpt2 model carries no vocabulary of its own (got {} tokens)", vocab.size());
     check(vocab_size == kGpt2VocabSize, "a gpt2 model has vocab_size {} (got {})", kGpt2VocabSize, vocab_size);
-}
-
-std::unique_ptr<TextTokenizer> checkpoint_tokenizer(const std::string& trained_with,
-                                                    const std::vector<std::string>& vocab,
-                                                    const std::string& requested, const std::string& gpt2_dir) {
-    if (!requested.empty())
-        check(check_tokenizer_name(requested) == trained_with,
-              "--tokenizer={} but the checkpoint was trained with the {} tokenizer", requested, trained_with);
-    std::unique_ptr<TextTokenizer> tok = make_tokenizer(trained_with, vocab, gpt2_dir);
-    check(trained_with != "gpt2" || tok->size() == kGpt2VocabSize, "{}: GPT-2's files give {} tokens, not {}",
-          gpt2_dir, tok->size(), kGpt2VocabSize);
-    return tok;
 }
 
 std::vector<int> parse_ids(std::string_view text, int V) {

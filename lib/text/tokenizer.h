@@ -1,9 +1,10 @@
 // tokenizer.h — what every tokenizer offers: text -> ids, ids -> text, a vocabulary size, a name.
 //
-// Two tokenizers implement it, and the apps choose one by name (--tokenizer=char|gpt2):
+// Two tokenizers implement it, and the apps choose one by name (--tokenizer=char|gpt2,
+// lib/text/tokenizer_by_name.h):
 //
 //   "char"  one id per Unicode code point, over a vocabulary of distinct characters taken from
-//           the training text or a checkpoint (hg::Tokenizer, lib/data/dataset.h);
+//           the training text or a checkpoint (hg::Tokenizer, lib/text/char_tokenizer.h);
 //   "gpt2"  GPT-2's byte-level BPE, 50,257 ids, read from encoder.json and vocab.bpe
 //           (hg::Gpt2Tokenizer, lib/text/bpe.h).
 //
@@ -17,7 +18,6 @@
 // pad: every row is a token the tokenizer can decode.
 #pragma once
 #include <cstddef>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,22 +39,9 @@ inline constexpr int kGpt2VocabSize = 50257;
 // `name` if it is one of the tokenizers above; otherwise throws ("unknown tokenizer 'x' (char | gpt2)").
 const std::string& check_tokenizer_name(const std::string& name);
 
-// The tokenizer called `name`: "char" over `char_vocab` (e.g. a checkpoint's vocabulary, or
-// Tokenizer::from_text(text).vocab), "gpt2" from the encoder.json and vocab.bpe in `gpt2_dir`.
-// Each ignores the other's argument.
-std::unique_ptr<TextTokenizer> make_tokenizer(const std::string& name, const std::vector<std::string>& char_vocab,
-                                              const std::string& gpt2_dir);
-
 // Checks that a model's vocabulary belongs to its tokenizer: "char" with vocab_size tokens in
 // `vocab`, "gpt2" with an empty `vocab` and vocab_size 50,257. hg::Error saying which part is off.
 void check_vocabulary(const std::string& tokenizer, const std::vector<std::string>& vocab, int vocab_size);
-
-// The tokenizer a checkpoint's model was trained with (`trained_with`, and its char vocabulary),
-// for the apps that read one. `requested` is the app's --tokenizer ("" when not given): naming
-// another tokenizer is an hg::Error, since the model's ids would mean other tokens.
-std::unique_ptr<TextTokenizer> checkpoint_tokenizer(const std::string& trained_with,
-                                                    const std::vector<std::string>& vocab,
-                                                    const std::string& requested, const std::string& gpt2_dir);
 
 // Token ids written as text (as build/tokenize prints them): the whitespace-separated integers
 // of `text`. Anything else throws, naming the word and its position; so does an integer int

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/process/dist.h"
 #include "lib/model/gpt.h"
+#include "lib/process/dist.h"
 #include "lib/train/train_config.h"
 
 namespace hg {

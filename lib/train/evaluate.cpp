@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lib/data/dataset.h"
 #include "lib/core/errors.h"
+#include "lib/data/dataset.h"
 
 namespace hg {
 

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "lib/core/errors.h"
 #include "lib/checkpoint/json_get.h"
+#include "lib/core/errors.h"
 
 namespace hg {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "lib/optim/muon.h"
 #include "lib/optim/adamw.h"
+#include "lib/optim/muon.h"
 #include "lib/optim/schedule.h"
 
 namespace hg {

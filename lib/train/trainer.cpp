@@ -7,15 +7,15 @@
 #include <cstring>
 #include <exception>
 
-#include "lib/data/dataset.h"
 #include "lib/core/errors.h"
+#include "lib/data/dataset.h"
 #include "lib/kernels/vec.h"
 #include "lib/text/tokenizer.h"
 
 namespace hg {
 
 // This rank's B rows of a batch of N·B: the rows a single process drawing N·B rows from `rng`
-// would put at [rank·B, (rank+1)·B). sample_batch draws exactly one number per row (data.h),
+// would put at [rank·B, (rank+1)·B). sample_batch draws exactly one number per row (lib/data/dataset.h),
 // so skipping rank·B draws before and (N-1-rank)·B after leaves every rank's stream in step.
 static void sample_rank_rows(int* idx, int* targets, const std::vector<int>& ids, int B, int T, Rng& rng,
                              const Dist& d, std::string_view split_name) {

@@ -39,11 +39,11 @@
 #include <vector>
 
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/process/dist.h"
+#include "lib/core/rng.h"
 #include "lib/model/gpt.h"
 #include "lib/optim/adamw.h"
-#include "lib/core/rng.h"
 #include "lib/optim/schedule.h"
+#include "lib/process/dist.h"
 #include "lib/train/train_config.h"
 
 namespace hg {

@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "apps/flags.h"
-#include "lib/train/batch_threads.h"
-#include "lib/text/bpe.h"
 #include "lib/checkpoint/checkpoint.h"
-#include "lib/data/dataset.h"
 #include "lib/model/sample.h"
 #include "lib/optim/schedule.h"
-#include "lib/train/train_config.h"
+#include "lib/text/bpe.h"
+#include "lib/text/char_tokenizer.h"
 #include "lib/text/utf8.h"
+#include "lib/train/batch_threads.h"
+#include "lib/train/train_config.h"
 
 namespace hg::fuzz {
 
