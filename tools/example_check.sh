@@ -73,7 +73,7 @@ for kind in shared static; do
   cp apps/example/train_and_sample.cpp "$work/"
   say "$CXX train_and_sample.cpp $libs"
   # shellcheck disable=SC2086
-  (cd "$work" && "$CXX" train_and_sample.cpp $libs -o train_and_sample) ||
+  (cd "$work" && $CXX train_and_sample.cpp $libs -o train_and_sample) ||
     fail "the example does not build"
   needed=$(readelf -d "$work/train_and_sample" | grep NEEDED | grep -c libhandgrad || true)
   if [ $kind = shared ]; then
