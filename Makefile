@@ -77,6 +77,19 @@ DATA        := data/tinyshakespeare/input.txt
 SHARED_GPT2 ?= ../shared/data/gpt2
 GPT2_DIR    := data/gpt2
 GPT2_FILES  := $(GPT2_DIR)/encoder.json $(GPT2_DIR)/vocab.bpe
+# oneDNN (switch off with ONEDNN=0): a second backend for the products (lib/kernels/matmul.h),
+# on by default when its headers are installed (`make deps` installs libdnnl-dev). Without it
+# everything builds and runs on OpenBLAS alone. Switching it rebuilds the library.
+ONEDNN ?= $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
+DEB_PKGS += libdnnl-dev
+ifeq ($(ONEDNN),1)
+  CPPFLAGS += -DHANDGRAD_ONEDNN
+  LDLIBS   += -ldnnl
+endif
+$(LIB_OBJ): $(BUILD)/onednn-$(ONEDNN).stamp
+$(BUILD)/onednn-$(ONEDNN).stamp:
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/onednn-*.stamp && touch $@
+
 OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc)
 JOBS        ?= $(shell nproc)

@@ -14,10 +14,12 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "lib/core/errors.h"
 #include "lib/model/config.h"
 #include "lib/text/bpe.h"
+#include "lib/train/matmul_choice.h"
 
 namespace hg {
 
@@ -110,6 +112,29 @@ struct TokenizerFlags {
         app.add_option("--tokenizer", name, "char | gpt2 (default: " + when_absent + ")");
         app.add_option("--gpt2_dir", gpt2_dir, "with gpt2: the directory with encoder.json and vocab.bpe")
             ->capture_default_str();
+    }
+};
+
+// --matmul: which library runs the products (lib/train/matmul_choice.h), for every app that
+// runs a model. apply() decides and switches to it, and returns the header line saying which
+// backend runs and why.
+struct MatmulFlag {
+    std::string value = "auto";
+
+    void add(CLI::App& app) {
+        app.add_option("--matmul", value, "auto | openblas | onednn: the library of the products (auto: the faster "
+                       "on this model's own products, measured once per machine and remembered)")->capture_default_str();
+    }
+    void validate() const { parse_matmul_flag(value); }
+    std::string apply(const std::string& key, const std::function<std::vector<MatmulCall>()>& calls, int threads,
+                      const Dist& dist = {}) const {
+        const MatmulChoice c = choose_matmul(value, key, calls, threads, dist);
+        matmul_use(c.backend);
+        return fmt::format("matmul: {} ({})", to_string(c.backend), c.why);
+    }
+    // For the apps that run forward passes only: a forward of B rows of T tokens stands for their products.
+    std::string apply_forward(const GPTConfig& c, int B, int T, int threads) const {
+        return apply(forward_matmul_key(c, B, T, threads), [&] { return forward_matmuls(c, B, T); }, threads);
     }
 };
 

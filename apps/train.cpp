@@ -100,6 +100,7 @@ struct TrainFlags {
     std::string batch_threads = "auto", lr_decay, lr_replans, optimizer;
     TokenizerFlags tokenizer;
     int threads = 0;
+    MatmulFlag matmul;
     bool always_save_checkpoint = true;
     CLI::Option *o_decay, *o_min_lr, *o_max_iters, *o_budget, *o_warmup;
 
@@ -147,6 +148,7 @@ struct TrainFlags {
         app.add_option("--always_save_checkpoint", always_save_checkpoint,
                        "save at every eval, not only on a new best val loss")->capture_default_str();
         app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
+        matmul.add(app);
         app.add_option("--threads", threads,
                        "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
     }
@@ -171,6 +173,7 @@ struct TrainFlags {
               "--time_budget plans a fresh run; resume a budgeted run with the --max_iters=N "
               "--lr_decay_iters=N --warmup_iters=W it printed");
         check_threads(threads, /*zero_is_default=*/true);
+        matmul.validate();
         if (parse_batch_threads(batch_threads) > 0) c.batch_threads = parse_batch_threads(batch_threads);
         c.validate();
         return c;
@@ -296,6 +299,12 @@ int main(int argc, char** argv) {
         }
         const RunData d = load_run_data(flags, model, ckpt_path);
         check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3));
+        // The backend first (timed with the batch threads auto would try), then the batch threads with it.
+        TrainConfig probe = tc;
+        if (parse_batch_threads(flags.batch_threads) == 0) probe.batch_threads = replica_candidate(tc.batch_size, threads);
+        const std::string matmul_line = flags.matmul.apply(training_matmul_key(d.config, probe, threads), [&] {
+            return training_step_matmuls(d.config, probe, d.split.train);
+        }, threads, dist);
         std::optional<BatchThreadsChoice> choice;
         if (parse_batch_threads(flags.batch_threads) == 0) {
             choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.resume ? &*d.ck : nullptr);
@@ -314,6 +323,7 @@ int main(int argc, char** argv) {
             trainer.start(d.config, tc, d.vocab, d.split.train, d.split.val);
         }
         print_header(trainer, d, threads, choice);
+        fmt::print("{}\n", matmul_line);
         BudgetPlan plan;
         if (trainer.cfg.time_budget > 0) {
             plan = trainer.plan_time_budget();

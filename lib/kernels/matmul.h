@@ -1,4 +1,4 @@
-// matmul.h — the one place that calls cblas_sgemm.
+// matmul.h — the one place that calls a BLAS: OpenBLAS's cblas_sgemm, or oneDNN's dnnl_sgemm.
 //
 // Three products cover every matmul of a transformer, forward and backward. The names say
 // which operand is transposed; all matrices are row-major with explicit leading dimensions
@@ -11,7 +11,20 @@
 // beta = 0 overwrites c (an input's gradient, attention's scores); beta = 1 adds the product
 // into c (a parameter's gradient, a bias copied into c first, attention's dk and dv summed over
 // row blocks). The layers' scalar twins do the same math as plain loops, so these have no twin.
+//
+// Two backends compute them, one per process at a time (matmul_use; set it before a run, never
+// while products are running): OpenBLAS (always there) and oneDNN (built in when its headers
+// were found, HANDGRAD_ONEDNN). Both sum in f32 and agree to float rounding, not to the bit:
+// each tiles K in its own order. Each is deterministic for one CPU, one thread setting and the
+// same library: a run repeats itself bit for bit with either backend, never across them. Both
+// run single-threaded inside our own parallel regions (attention's heads, batch threads) and
+// split a product over the process's threads outside them. Neither allocates through C++'s
+// operator new; each may take a workspace from malloc inside a call (dnnl_sgemm its packing
+// buffer on every call, OpenBLAS when it threads a product), which glibc serves from its free
+// lists once the first step has warmed them.
 #pragma once
+#include <string>
+#include <vector>
 
 namespace hg {
 
@@ -21,5 +34,30 @@ void matmul_nn(float* c, const float* a, const float* b, int M, int N, int K,
                int lda, int ldb, int ldc, float alpha, float beta);
 void matmul_tn(float* c, const float* a, const float* b, int M, int N, int K,
                int lda, int ldb, int ldc, float alpha, float beta);
+
+enum class MatmulBackend { OpenBLAS, OneDNN };
+std::string to_string(MatmulBackend b);       // "openblas" | "onednn"
+MatmulBackend parse_matmul_backend(const std::string& s);  // hg::Error naming anything else
+bool matmul_available(MatmulBackend b);       // oneDNN: only when built in
+std::vector<MatmulBackend> matmul_backends(); // the available ones, OpenBLAS first
+// Which backend the products use from now on (hg::Error if it is not built in).
+void matmul_use(MatmulBackend b);
+MatmulBackend matmul_current();
+
+// One product as a layer called it: which form, its sizes, its strides, beta, and whether it
+// ran inside one of our parallel regions (then single-threaded, side by side with others).
+struct MatmulCall {
+    char form = 'n';  // 'n' = nn, 't' = nt, 'T' = tn
+    int M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
+    float beta = 0;
+    bool nested = false;
+    long count = 0;  // how many times the recorded work made this call
+    bool same_call(const MatmulCall& o) const;
+};
+// While `sink` is set, every product is also appended to it (merged with an equal call by its
+// count); nullptr stops recording. For calibration only: recording takes a lock per product.
+void matmul_record(std::vector<MatmulCall>* sink);
+// Runs `call` once (alpha 1) with the current backend on the given buffers.
+void matmul_run(const MatmulCall& call, float* c, const float* a, const float* b);
 
 }  // namespace hg

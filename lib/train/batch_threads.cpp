@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include "lib/core/errors.h"
+#include "lib/kernels/matmul.h"
+#include "lib/train/startup_cache.h"
 #include "lib/train/trainer.h"
 
 namespace hg {
@@ -45,7 +47,7 @@ static double seconds_since(std::chrono::steady_clock::time_point t0) {
 // (cold caches, thread pools), then at least 3 timed ones, more while they take under 0.25 s. A
 // step of over 2 s is timed once, cold: its cold start is a small part of it, and three more
 // of each setting would hold up the start of a long run by minutes.
-static double median_step_ms(const GPTConfig& config, TrainConfig t, int R, const std::vector<int>& ids) {
+static double median_step_ms_at(const GPTConfig& config, TrainConfig t, int R, const std::vector<int>& ids) {
     t.batch_threads = R;
     t.gradient_accumulation_steps = 1;
     t.time_budget = 0;
@@ -66,6 +68,18 @@ static double median_step_ms(const GPTConfig& config, TrainConfig t, int R, cons
     return ms[ms.size() / 2];
 }
 
+// The same for the whole model, from models of one and two blocks when it has more: each block
+// adds the same work, so the step of n_layer blocks is the one-block step plus n_layer - 1 times
+// what the second block added. A deep model's start-up then times two small models per
+// setting instead of the whole one.
+static double median_step_ms(const GPTConfig& config, const TrainConfig& t, int R, const std::vector<int>& ids) {
+    if (config.n_layer <= 2) return median_step_ms_at(config, t, R, ids);
+    GPTConfig one = config, two = config;
+    one.n_layer = 1, two.n_layer = 2;
+    const double ms1 = median_step_ms_at(one, t, R, ids), ms2 = median_step_ms_at(two, t, R, ids);
+    return ms1 + (config.n_layer - 1) * std::max(0.0, ms2 - ms1);
+}
+
 BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConfig& train, int threads,
                                         const std::vector<int>& ids, const Dist& dist, const Checkpoint* resumed) {
     BatchThreadsChoice c;
@@ -76,16 +90,32 @@ BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConf
         c.why = "as the checkpoint was trained";
         return c;
     }
+    // A setting measured earlier on this machine for these shapes is taken as it was.
+    const std::string key = fmt::format("batch_threads | {} | threads {} | {} | B {} {} | matmul {}",
+                                        machine_signature(), threads, config_key(config), train.batch_size,
+                                        to_string(train.optimizer), to_string(matmul_current()));
+    bool remembered = false;
+    if (c.candidate > 1) {
+        int R = 0;
+        const std::string seen = cache_get(key).value_or("");
+        remembered = std::sscanf(seen.c_str(), "%d %lf %lf", &R, &c.ms_replicas, &c.ms_shared) == 3 &&
+                     (R == 1 || R == c.candidate);
+        // Every rank must agree on using it (each has its own cache only if on its own host).
+        remembered = dist_mean(dist, remembered ? 1.0 : 0.0) == 1.0;
+        if (remembered) c.ms_replicas = dist_mean(dist, c.ms_replicas), c.ms_shared = dist_mean(dist, c.ms_shared);
+    }
     // Every rank takes part in the two means below, whatever its own candidate.
     const auto t0 = std::chrono::steady_clock::now();
     const bool timed = c.candidate > 1;
-    if (timed) {
+    if (timed && !remembered) {
         c.ms_replicas = median_step_ms(config, train, c.candidate, ids);
         c.ms_shared = median_step_ms(config, train, 1, ids);
     }
-    c.ms_replicas = dist_mean(dist, c.ms_replicas);
-    c.ms_shared = dist_mean(dist, c.ms_shared);
-    c.seconds = dist_mean(dist, seconds_since(t0));
+    if (!remembered) {
+        c.ms_replicas = dist_mean(dist, c.ms_replicas);
+        c.ms_shared = dist_mean(dist, c.ms_shared);
+        c.seconds = dist_mean(dist, seconds_since(t0));
+    }
     if (!timed) {
         c.why = threads <= 1 ? "one thread"
                              : fmt::format("no number of threads from 2 to {} divides batch_size {}", threads,
@@ -94,11 +124,15 @@ BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConf
     }
     const bool replicas = c.ms_replicas < c.ms_shared;
     c.batch_threads = replicas ? c.candidate : 1;
+    if (!remembered && dist.rank == 0)
+        cache_put(key, fmt::format("{} {:.3f} {:.3f}", c.batch_threads, c.ms_replicas, c.ms_shared));
     const std::string with_replicas = fmt::format("{} replicas of {} rows", c.candidate, train.batch_size / c.candidate);
     const std::string shared = fmt::format("all {} threads on one model", threads);
-    c.why = fmt::format("{}, {:.1f} ms per step against {:.1f} ms with {}; timing took {:.1f} s",
+    c.why = fmt::format("{}, {:.1f} ms per step against {:.1f} ms with {}; {}",
                         replicas ? with_replicas : shared, replicas ? c.ms_replicas : c.ms_shared,
-                        replicas ? c.ms_shared : c.ms_replicas, replicas ? shared : with_replicas, c.seconds);
+                        replicas ? c.ms_shared : c.ms_replicas, replicas ? shared : with_replicas,
+                        remembered ? fmt::format("remembered from an earlier run on this machine ({})", cache_path())
+                                   : fmt::format("timing took {:.1f} s", c.seconds));
     return c;
 }
 

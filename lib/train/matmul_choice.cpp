@@ -1,0 +1,204 @@
+// matmul_choice.cpp — see matmul_choice.h.
+#include "lib/train/matmul_choice.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "lib/core/errors.h"
+#include "lib/core/tensor.h"
+#include "lib/model/gpt.h"
+#include "lib/train/startup_cache.h"
+#include "lib/train/trainer.h"
+
+namespace hg {
+
+std::optional<MatmulBackend> parse_matmul_flag(const std::string& s) {
+    if (s == "auto") return std::nullopt;
+    MatmulBackend b;
+    try {
+        b = parse_matmul_backend(s);
+    } catch (const Error&) {
+        fail("--matmul must be auto, openblas or onednn (got '{}')", s);
+    }
+    check(matmul_available(b), "--matmul={}: this build has no oneDNN (make deps installs libdnnl-dev; then "
+                               "rebuild), use openblas or auto", s);
+    return b;
+}
+
+static double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<MatmulCall> record_matmuls(const std::function<void()>& work) {
+    std::vector<MatmulCall> calls;
+    matmul_record(&calls);
+    try {
+        work();
+    } catch (...) {
+        matmul_record(nullptr);
+        throw;
+    }
+    matmul_record(nullptr);
+    return calls;
+}
+
+// The calls of a model of n_layer blocks, from the calls of one block (`one`) and of two
+// (`two`): each block adds the difference.
+static std::vector<MatmulCall> carry_to_depth(const std::vector<MatmulCall>& one, std::vector<MatmulCall> two,
+                                              int n_layer) {
+    for (MatmulCall& c : two) {
+        long c1 = 0;
+        for (const MatmulCall& o : one)
+            if (o.same_call(c)) c1 = o.count;
+        c.count = c1 + long(n_layer - 1) * (c.count - c1);
+    }
+    return two;
+}
+
+static std::vector<MatmulCall> by_depth(const GPTConfig& config, const std::function<void(const GPTConfig&)>& run) {
+    const auto at_depth = [&](int L) {
+        GPTConfig c = config;
+        c.n_layer = L;
+        return record_matmuls([&] { run(c); });
+    };
+    if (config.n_layer <= 2) return at_depth(config.n_layer);
+    return carry_to_depth(at_depth(1), at_depth(2), config.n_layer);
+}
+
+std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
+                                              const std::vector<int>& ids) {
+    return by_depth(config, [&](const GPTConfig& c) {
+        TrainConfig t = train;
+        t.gradient_accumulation_steps = 1, t.time_budget = 0;
+        Trainer trainer;  // one process: only its own products are recorded
+        trainer.start(c, t, std::vector<std::string>(c.vocab_size, ""), ids, ids);
+        trainer.step();
+    });
+}
+
+std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T) {
+    return by_depth(config, [&](const GPTConfig& c) {
+        GPT<float> model;
+        gpt_build(model, c, B, T);
+        gpt_init(model, 1);
+        std::vector<int> idx(size_t(B) * T, 0);
+        gpt_forward(model, idx.data(), nullptr, B, T);
+    });
+}
+
+// The floats each operand of `m` spans.
+static size_t a_size(const MatmulCall& m) { return size_t(m.form == 'T' ? m.K : m.M) * m.lda; }
+static size_t b_size(const MatmulCall& m) { return size_t(m.form == 't' ? m.N : m.K) * m.ldb; }
+static size_t c_size(const MatmulCall& m) { return size_t(m.M) * m.ldc; }
+
+// Seconds of one run of `m` (one per thread side by side when it was nested): the best of a
+// few after a first, fewer for long calls.
+static double time_call(const MatmulCall& m, int threads) {
+    const int copies = m.nested ? threads : 1;
+    std::vector<Arena<float>> a(copies), b(copies), c(copies);
+    for (int t = 0; t < copies; t++) {
+        a[t] = Arena<float>(a_size(m)), b[t] = Arena<float>(b_size(m)), c[t] = Arena<float>(c_size(m));
+        for (size_t i = 0; i < a[t].size(); i++) a[t].data()[i] = float(i % 7) * 0.01f;
+        for (size_t i = 0; i < b[t].size(); i++) b[t].data()[i] = float(i % 5) * 0.01f;
+        c[t].zero();
+    }
+    const auto run = [&] {
+        if (!m.nested) return matmul_run(m, c[0].data(), a[0].data(), b[0].data());
+#pragma omp parallel num_threads(copies)
+        {
+            const int t = omp_get_thread_num();
+            matmul_run(m, c[t].data(), a[t].data(), b[t].data());
+        }
+    };
+    run();
+    double best = 1e30, total = 0;
+    for (int rep = 0; rep < 20 && (rep < 2 || total < 0.005); rep++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        const double s = seconds_since(t0);
+        best = std::min(best, s), total += s;
+        if (s > 0.05) break;  // a long call: one timed run is enough
+    }
+    return best / copies;
+}
+
+double time_matmul_calls(const std::vector<MatmulCall>& calls, MatmulBackend backend, int threads) {
+    const MatmulBackend before = matmul_current();
+    matmul_use(backend);
+    double ms = 0;
+    for (const MatmulCall& m : calls) ms += 1000 * double(m.count) * time_call(m, threads);
+    matmul_use(before);
+    return ms;
+}
+
+// "onednn 1.5 2.5": the backend and each backend's ms, as the cache keeps them.
+static std::string encode(const MatmulChoice& c) {
+    std::string s = to_string(c.backend);
+    for (double ms : c.ms) s += fmt::format(" {:.3f}", ms);
+    return s;
+}
+
+static std::optional<MatmulChoice> decode(const std::string& s) {
+    std::istringstream in(s);
+    std::string name;
+    MatmulChoice c;
+    in >> name;
+    for (double ms; in >> ms;) c.ms.push_back(ms);
+    if (c.ms.size() != matmul_backends().size() || (name != "openblas" && name != "onednn")) return std::nullopt;
+    c.backend = parse_matmul_backend(name);
+    if (!matmul_available(c.backend)) return std::nullopt;
+    return c;
+}
+
+// "the products take 6.1 ms per step with onednn against 12.0 ms with openblas".
+static std::string compared(const MatmulChoice& c) {
+    const std::vector<MatmulBackend> all = matmul_backends();
+    std::string s = fmt::format("the products take {:.1f} ms per step with {}",
+                                c.ms[std::find(all.begin(), all.end(), c.backend) - all.begin()], to_string(c.backend));
+    for (size_t i = 0; i < all.size(); i++)
+        if (all[i] != c.backend) s += fmt::format(" against {:.1f} ms with {}", c.ms[i], to_string(all[i]));
+    return s;
+}
+
+MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
+                           const std::function<std::vector<MatmulCall>()>& calls, int threads, const Dist& dist) {
+    MatmulChoice c;
+    if (const std::optional<MatmulBackend> given = parse_matmul_flag(flag)) {
+        c.backend = *given;
+        c.why = "as --matmul says";
+        return c;
+    }
+    const std::vector<MatmulBackend> all = matmul_backends();
+    if (all.size() == 1) {
+        c.why = "auto: the only backend in this build";
+        return c;
+    }
+    if (std::optional<MatmulChoice> seen = decode(cache_get(key).value_or(""))) {
+        seen->why = fmt::format("auto: {}, remembered from an earlier run on this machine ({})", compared(*seen),
+                                cache_path());
+        return *seen;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<MatmulCall> recorded = calls();
+    for (MatmulBackend b : all) c.ms.push_back(dist_mean(dist, time_matmul_calls(recorded, b, threads)));
+    c.backend = all[std::min_element(c.ms.begin(), c.ms.end()) - c.ms.begin()];
+    c.seconds = dist_mean(dist, seconds_since(t0));
+    if (dist.rank == 0) cache_put(key, encode(c));
+    c.why = fmt::format("auto: {}; {} distinct products timed in {:.1f} s", compared(c), recorded.size(), c.seconds);
+    return c;
+}
+
+std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads) {
+    return fmt::format("matmul train | {} | threads {} | {} | B {} R {} {}", machine_signature(), threads,
+                       config_key(config), train.batch_size, train.batch_threads, to_string(train.optimizer));
+}
+
+std::string forward_matmul_key(const GPTConfig& config, int B, int T, int threads) {
+    return fmt::format("matmul forward | {} | threads {} | {} | B {} T {}", machine_signature(), threads,
+                       config_key(config), B, T);
+}
+
+}  // namespace hg

@@ -1,0 +1,65 @@
+// matmul_choice.h — `--matmul=auto|openblas|onednn`: which backend runs the products
+// (lib/kernels/matmul.h), and for auto, why.
+//
+// auto measures, never guesses: it records the products one step of the run's own model makes
+// (every call with its form, sizes, strides and beta, and how often), times each distinct call
+// with each backend on this machine and these threads, and takes the backend whose calls add
+// up to less time. Recording a step of a deep model would cost the step itself, so the step is
+// recorded on models of their own with one block and with two, and each call's count carried
+// to n_layer blocks (every block makes the same calls, so this is exact). The timing runs each
+// distinct call a few times, not the whole step: under a second for the course model, a few
+// seconds for GPT-2 small. The answer is remembered per machine and shapes (startup_cache.h),
+// so the next such run starts at once.
+//
+// What the run computes does not depend on how the choice was made: the choice is one
+// backend for the whole run, and a run repeats itself bit for bit with the backend it names.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/kernels/matmul.h"
+#include "lib/model/config.h"
+#include "lib/process/dist.h"
+#include "lib/train/train_config.h"
+
+namespace hg {
+
+// --matmul: "auto" (nullopt) or a backend's name; hg::Error for anything else, or for oneDNN
+// in a build without it.
+std::optional<MatmulBackend> parse_matmul_flag(const std::string& s);
+
+struct MatmulChoice {
+    MatmulBackend backend = MatmulBackend::OpenBLAS;
+    std::vector<double> ms;  // auto: the products of one step in ms, per matmul_backends() entry
+    double seconds = 0;      // what recording and timing took (0: given, or remembered)
+    std::string why;         // for the run's header line
+};
+
+// The products `work` makes when run once, each distinct call with its count.
+std::vector<MatmulCall> record_matmuls(const std::function<void()>& work);
+
+// The time in ms `calls` take with `backend` on `threads` threads: each distinct call timed
+// (the best of a few runs after a first), times its count; calls recorded inside a parallel
+// region are timed that way, one per thread side by side, so they count 1/threads each.
+double time_matmul_calls(const std::vector<MatmulCall>& calls, MatmulBackend backend, int threads);
+
+// The calls of one training micro-step of `config` with `train`'s batch and batch threads,
+// recorded on models of one and two blocks and carried to config.n_layer.
+std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
+                                              const std::vector<int>& ids);
+// The calls of one forward pass of B rows of T tokens (no targets), recorded the same way.
+std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
+
+// `flag` given: that backend. auto: the remembered answer for `key` on this machine, else the
+// faster backend on `calls()` (means over the ranks of `dist`, so that every rank picks the
+// same), remembered. The choice is not applied: matmul_use(choice.backend) does that.
+MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
+                           const std::function<std::vector<MatmulCall>()>& calls, int threads,
+                           const Dist& dist = {});
+// The cache key of a training run's products and of a forward pass's.
+std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads);
+std::string forward_matmul_key(const GPTConfig& config, int B, int T, int threads);
+
+}  // namespace hg
