@@ -17,6 +17,7 @@
 // A prompt longer than block_size is refused, or with --crop keeps its last block_size
 // characters, the context sample would give the model (as tools/plot.py asks).
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include <cerrno>
 #include <cmath>
@@ -54,7 +55,10 @@ int main(int argc, char** argv) {
                                                "(gpt2 | pytorch | lesson14 | lesson14-scaled)");
     app.add_option("--seed", seed, "the seed for --fresh_init")->capture_default_str();
     app.add_option("--out", out, "write the JSON here (default: standard output)");
+    MatmulFlag matmul;
+    matmul.add(app);
     return run_app(app, argc, argv, [&] {
+        matmul.validate();
         const Checkpoint ck = Checkpoint::load(ckpt);
         GPTConfig c = ck.config;
         if (!fresh_init.empty()) c.init = parse_init(fresh_init);
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
             changed_id = to[0];
         }
 
+        matmul.apply_forward(c, 1, T, omp_get_max_threads());
         GPT<float> m;
         gpt_build(m, c, 1, T);
         if (fresh_init.empty()) ck.read_weights(m);

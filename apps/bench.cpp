@@ -1,4 +1,4 @@
-// bench — how fast a training step is, and how close to the machine's sgemm ceiling.
+// bench — how fast a training step is, against the best library product and the machine's peak.
 //
 //   build/bench --preset=course --batch_size=12             (nanoGPT's CPU recipe)
 //   build/bench --preset=shakespeare-char --batch_size=64 --dropout=0
@@ -6,7 +6,10 @@
 // Runs warm-up steps, then --steps timed training steps (forward, backward, clip, AdamW) on
 // random tokens, and prints the median/min/max wall time per step, tokens/s, achieved GFLOP/s
 // (FLOPs counted as `inspect` counts them: 3 × (2·(block params + C·V) + 4·T·C·L) per token),
-// the sgemm ceiling measured in this run on the same threads, and where the time goes.
+// and against two ceilings measured in this run on the same threads: the best 2048³ product of
+// the matmul backends built in (lib/kernels/matmul.h), and the machine's own peak, a loop of
+// independent FMAs (f32) and of bf16 dot products where the CPU has them (lib/kernels/peak.h);
+// then where the time goes.
 #include <cblas.h>
 #include <omp.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +19,8 @@
 #include <fstream>
 
 #include "apps/flags.h"
+#include "lib/kernels/matmul.h"
+#include "lib/kernels/peak.h"
 #include "lib/kernels/simd.h"
 #include "lib/model/count.h"
 #include "lib/model/memory_check.h"
@@ -27,7 +32,7 @@ static double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The best of a few 2048³ sgemm calls: what this machine's BLAS can do on these threads.
+// The best of a few 2048³ products with the current backend: what it can do on these threads.
 static double sgemm_ceiling_gflops() {
     const int n = 2048;
     Arena<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
@@ -35,7 +40,7 @@ static double sgemm_ceiling_gflops() {
     double best = 1e9;
     for (int rep = 0; rep < 4; rep++) {
         double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+        matmul_nt(c.data(), a.data(), b.data(), n, n, n, n, n, n, 1.0f, 0.0f);
         best = std::min(best, now() - t0);
     }
     return 2.0 * n * n * double(n) / best / 1e9;
@@ -71,9 +76,12 @@ int main(int argc, char** argv) {
     app.add_option("--batch_threads", batch_threads, "threads that each take batch_size / batch_threads rows "
                    "(train's flag)")->capture_default_str();
     app.add_flag("--json", json, "one JSON object");
+    MatmulFlag matmul;
+    matmul.add(app);
     return run_app(app, argc, argv, [&] {
         check(steps >= 1 && warmup >= 0, "--steps must be positive and --warmup >= 0");
         check_threads(threads, /*zero_is_default=*/true);
+        matmul.validate();
         if (threads > 0) omp_set_num_threads(threads);
         threads = omp_get_max_threads();
         openblas_set_num_threads(threads);
@@ -90,6 +98,8 @@ int main(int argc, char** argv) {
         tc.batch_size = batch_size, tc.batch_threads = batch_threads, tc.max_iters = warmup + steps;
         tc.schedule = LrSchedule{1e-4, 1e-5, 0, warmup + steps, true};
         tc.optimizer = parse_optimizer(optimizer);
+        const std::string matmul_line =
+            matmul.apply(training_matmul_key(c, tc, threads), [&] { return training_step_matmuls(c, tc, ids); }, threads);
         Trainer trainer;
         trainer.start(c, tc, vocab, ids, ids);
 
@@ -109,7 +119,19 @@ int main(int argc, char** argv) {
         const double tokens = double(batch_size) * T;
         const double flops = count_flops(c, T).training * tokens;
         const double gflops = flops / (median / 1000) / 1e9;
-        const double ceiling = sgemm_ceiling_gflops();
+        // The library ceiling: the best backend's; the step ran on matmul_current().
+        const MatmulBackend used = matmul_current();
+        nlohmann::ordered_json library;
+        double ceiling = 0;
+        std::string best_backend;
+        for (MatmulBackend b : matmul_backends()) {
+            matmul_use(b);
+            const double g = sgemm_ceiling_gflops();
+            library[to_string(b)] = g;
+            if (g > ceiling) ceiling = g, best_backend = to_string(b);
+        }
+        matmul_use(used);
+        const double peak = peak_f32_gflops(threads), peak_bf16 = peak_bf16_gflops(threads);
         const double P = double(trainer.model.num_parameters);
         const double state_mib = 4.0 * double(trainer.state_floats()) / 1048576.0;
         const double acts_mib = 4.0 * double(trainer.activation_floats()) / 1048576.0;
@@ -121,7 +143,10 @@ int main(int argc, char** argv) {
                                         {"parameters", P},
                                         {"ms_median", median}, {"ms_min", sorted.front()}, {"ms_max", sorted.back()},
                                         {"tokens_per_s", tokens / (median / 1000)}, {"gflops", gflops},
+                                        {"matmul", to_string(used)}, {"library_gflops", library},
                                         {"sgemm_ceiling_gflops", ceiling}, {"ceiling_ratio", gflops / ceiling},
+                                        {"peak_f32_gflops", peak}, {"peak_ratio", gflops / peak},
+                                        {"peak_bf16_gflops", peak_bf16},
                                         {"peak_rss_mib", rss}, {"state_mib", state_mib}, {"activations_mib", acts_mib}};
             for (int bwd = 0; bwd < 2; bwd++)
                 for (int k = 0; k < Profile::kKinds; k++)
@@ -134,11 +159,19 @@ int main(int argc, char** argv) {
         fmt::print("threads {}{}, SIMD {}, {} timed steps after {} warm-up\n\n", threads,
                    batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows)", batch_threads, batch_size / batch_threads) : "",
                    simd_current_target(), steps, warmup);
+        fmt::print("{}\n\n", matmul_line);
         fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(), sorted.back());
         fmt::print("  throughput    {:.0f} tokens/s\n", tokens / (median / 1000));
         fmt::print("  compute       {:.2f} GFLOP per step, {:.1f} GFLOP/s achieved\n", flops / 1e9, gflops);
-        fmt::print("  sgemm ceiling {:.1f} GFLOP/s (2048³ on {} threads): {:.0f} % of it\n", ceiling, threads,
-                   100 * gflops / ceiling);
+        std::string others;
+        for (auto& [name, g] : library.items())
+            if (name != best_backend) others += fmt::format("; {} {:.1f}", name, g.get<double>());
+        fmt::print("  library best  {:.1f} GFLOP/s ({}, 2048³ on {} threads{}): the step at {:.0f} % of it\n", ceiling,
+                   best_backend, threads, others, 100 * gflops / ceiling);
+        fmt::print("  machine peak  {:.1f} GFLOP/s f32 (independent FMAs, {}, {} threads): the step at {:.0f} % of it\n",
+                   peak, simd_current_target(), threads, 100 * gflops / peak);
+        if (peak_bf16 > 0) fmt::print("                {:.1f} GFLOP/s bf16 (AVX512_BF16 dot products)\n", peak_bf16);
+        else fmt::print("                bf16: this CPU has no bf16 dot product instruction\n");
         fmt::print("  memory        peak RSS {:.0f} MiB; params+grads+2 moments {:.0f} MiB, activations+scratch {:.0f} MiB\n\n",
                    rss, state_mib, acts_mib);
         fmt::print("  {:<30} {:>10} {:>10} {:>8}\n", "where the time goes (ms)", "forward", "backward", "share");

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
     app.add_option("--max_new_tokens", max_new_tokens)->capture_default_str();
     app.add_option("--prompt_len", prompt_len, "random prompt tokens")->capture_default_str();
     app.add_option("--threads", threads)->capture_default_str();
+    MatmulFlag matmul;
+    matmul.add(app);
     app.add_option("--kv_cache", kv_cache, "1: the cached forward; 0: recompute the context")->capture_default_str();
     return run_app(app, argc, argv, [&] {
         check(num_samples >= 1, "--num_samples must be positive (got {})", num_samples);
@@ -46,9 +48,11 @@ int main(int argc, char** argv) {
         check(prompt_len >= 1, "--prompt_len must be positive (got {})", prompt_len);
         check(threads >= 1, "--threads must be positive (got {})", threads);
         check(kv_cache == 0 || kv_cache == 1, "--kv_cache must be 0 or 1 (got {})", kv_cache);
+        matmul.validate();
         omp_set_num_threads(threads);
         openblas_set_num_threads(threads);
         const GPTConfig c = model_flags.config();
+        const std::string matmul_line = matmul.apply_forward(c, num_samples, c.block_size, threads);
         GPT<float> model;
         gpt_build(model, c, 1, 1);
         gpt_init(model, 1);
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
                    "kv_cache={}{}, threads {}\n",
                    model_flags.preset, c.n_layer, c.n_embd, c.vocab_size, c.block_size, num_samples, prompt_len,
                    max_new_tokens, kv_cache, g.uses_kv_cache() ? "" : " (full recompute)", threads);
+        fmt::print("  {}\n", matmul_line);
         fmt::print("  {:.1f} tokens/s: {:.3f} s in all, first step {:.1f} ms, later steps {:.2f} ms each\n",
                    tokens / (t2 - t0), t2 - t0, 1000 * (t1 - t0),
                    max_new_tokens > 1 ? 1000 * (t2 - t1) / (max_new_tokens - 1) : 0.0);

@@ -194,6 +194,8 @@ int main(int argc, char** argv) {
     app.add_option("--muon_momentum", muon_momentum)->capture_default_str();
     app.add_option("--corrupt_grad", corrupt, "scale this tensor's gradient by 1.01 (the check must fail)");
     app.add_option("--threads", threads);
+    MatmulFlag matmul;
+    matmul.add(app);
     return run_app(app, argc, argv, [&] {
         const GPTConfig config = model_flags.config();
         if (T == 0) T = config.block_size;
@@ -204,9 +206,11 @@ int main(int argc, char** argv) {
         TrainConfig knobs;  // the same checks as train's: AdamW's, the schedule's, the clip's
         knobs.schedule = schedule, knobs.adamw = adamw, knobs.grad_clip = grad_clip;
         knobs.validate();
+        matmul.validate();
         if (threads > 0) omp_set_num_threads(threads);
         openblas_set_num_threads(omp_get_max_threads());
 
+        matmul.apply_forward(config, B, T, omp_get_max_threads());
         GPT<float> model;
         gpt_build(model, config, B, T);
         gpt_init(model, seed);

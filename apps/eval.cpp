@@ -40,11 +40,14 @@ int main(int argc, char** argv) {
     app.add_flag("--json", json, "print {\"loss\": (nats per token), \"bits_per_char\": ..., \"tokens\": ..., "
                                  "\"characters\": ...}");
     tokenizer.add(app, "the checkpoint's");
+    MatmulFlag matmul;
+    matmul.add(app);
     return run_app(app, argc, argv, [&] {
         check(text_path.empty() != data_path.empty(), "give exactly one of --text or --data");
         check(split_name == "val" || split_name == "train", "--split must be val or train (got '{}')", split_name);
         check(batch_size >= 1, "--batch_size must be positive (got {})", batch_size);
         check_threads(threads, /*zero_is_default=*/true);
+        matmul.validate();
         if (threads > 0) omp_set_num_threads(threads);
         openblas_set_num_threads(omp_get_max_threads());
         const Checkpoint ck = Checkpoint::load(ckpt);
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
             ids = split_name == "val" ? s.val : s.train;
         }
         check_memory_available(memory_need(ck.config, batch_size, ck.config.block_size, 1, 1));
+        matmul.apply_forward(ck.config, batch_size, ck.config.block_size, omp_get_max_threads());
         GPT<float> model;
         gpt_build(model, ck.config, batch_size, ck.config.block_size);
         ck.read_weights(model);

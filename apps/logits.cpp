@@ -23,7 +23,10 @@ int main(int argc, char** argv) {
     app.add_option("--ckpt", ckpt, "the checkpoint")->required();
     app.add_option("--out", out, "write ids and logits here (safetensors)")->required();
     app.add_option("--threads", threads);
+    MatmulFlag matmul;
+    matmul.add(app);
     return run_app(app, argc, argv, [&] {
+        matmul.validate();
         if (threads > 0) omp_set_num_threads(threads);
         openblas_set_num_threads(omp_get_max_threads());
         const Checkpoint ck = Checkpoint::load(ckpt);
@@ -34,6 +37,7 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < ids.size(); i++)
             check(ids[i] >= 0 && ids[i] < V, "token id {} at position {} is outside the vocabulary [0, {})", ids[i],
                   i, V);
+        matmul.apply_forward(ck.config, 1, int(ids.size()), omp_get_max_threads());
         GPT<float> model;
         gpt_build(model, ck.config, 1, int(ids.size()));
         ck.read_weights(model);

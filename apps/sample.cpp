@@ -36,12 +36,15 @@ int main(int argc, char** argv) {
     app.add_option("--kv_cache", kv_cache, "1: keep past keys and values (lib/model/infer.h); 0: recompute the context")
         ->capture_default_str();
     tokenizer.add(app, "the checkpoint's");
+    MatmulFlag matmul;
+    matmul.add(app);
     return run_app(app, argc, argv, [&] {
         check(num_samples >= 1, "--num_samples must be positive (got {})", num_samples);
         check(max_new_tokens >= 0, "--max_new_tokens must be >= 0 (got {})", max_new_tokens);
         check_threads(threads, /*zero_is_default=*/false);
         check_sampling_knobs(temperature, top_k);
         check(kv_cache == 0 || kv_cache == 1, "--kv_cache must be 0 or 1 (got {})", kv_cache);
+        matmul.validate();
         omp_set_num_threads(threads);
         openblas_set_num_threads(threads);
         if (ckpt.empty()) ckpt = (std::filesystem::path(out_dir) / "ckpt.safetensors").string();
@@ -50,6 +53,8 @@ int main(int argc, char** argv) {
         const auto tok = checkpoint_tokenizer(ck.tokenizer, ck.vocab, tokenizer.name, tokenizer.gpt2_dir);
         const std::vector<int> prompt = tok->encode(start);
         check(!prompt.empty(), "--start is empty: give at least one character");
+        // The output is the samples alone: which backend ran is not printed.
+        matmul.apply_forward(ck.config, num_samples, ck.config.block_size, threads);
         GPT<float> model;  // its weights only: the generator brings the working space it needs
         gpt_build(model, ck.config, 1, 1);
         ck.read_weights(model);
