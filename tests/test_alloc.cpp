@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "lib/kernels/matmul.h"
 #include "lib/model/generate.h"
 #include "lib/train/trainer.h"
 
@@ -47,11 +48,14 @@ TEST_CASE("a training step allocates nothing on the heap (after the first)", "[t
     GPTConfig modern = c;  // today's block: rmsnorm, rope, swiglu, qk_norm, softcap
     modern.norm = NormKind::RMSNorm, modern.pos = PosEncoding::Rope, modern.mlp = MlpKind::SwiGLU;
     modern.qk_norm = true, modern.logit_softcap = 30.0f;
-    // the whole model on every thread; a replica per thread; Muon with its Newton–Schulz scratch
+    // the whole model on every thread; a replica per thread; Muon with its Newton–Schulz scratch;
+    // with each matmul backend (neither allocates through operator new: lib/kernels/matmul.h)
+    for (MatmulBackend backend : matmul_backends())
     for (const GPTConfig& config : {c, modern})
         for (auto [batch_threads, optimizer] : {std::pair{1, OptimizerKind::AdamW}, std::pair{2, OptimizerKind::AdamW},
                                                 std::pair{1, OptimizerKind::Muon}}) {
-            INFO("batch_threads " << batch_threads << ", " << to_string(optimizer) << ", "
+            matmul_use(backend);
+            INFO(to_string(backend) << ", batch_threads " << batch_threads << ", " << to_string(optimizer) << ", "
                                   << to_string(config.norm) << ", " << to_string(config.mlp));
             TrainConfig tc;
             tc.batch_size = 4, tc.batch_threads = batch_threads, tc.gradient_accumulation_steps = 2;
@@ -65,6 +69,7 @@ TEST_CASE("a training step allocates nothing on the heap (after the first)", "[t
             for (int i = 0; i < 3; i++) tr.step();
             g_counting = false;
             CHECK(g_allocations == 0);
+            matmul_use(MatmulBackend::OpenBLAS);
         }
     // the counter works: a vector allocates
     g_counting = true;

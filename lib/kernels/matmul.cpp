@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -34,17 +35,40 @@ static void record(char form, int M, int N, int K, int lda, int ldb, int ldc, fl
     sink->push_back(c);
 }
 
+#ifdef HANDGRAD_ONEDNN
+// dnnl_sgemm, row-major like the C BLAS interface; its status can only be a bad argument, which
+// the layers' own size checks rule out before they get here. Outside our parallel regions the
+// product is split here, over the process's threads, into blocks of rows of c (or of columns,
+// when c is wider than tall), each one dnnl_sgemm on one thread: dnnl_sgemm threading a call
+// itself allocates through operator new on every call, and a step must not. The split is fixed
+// by the thread count, so a thread setting gives the same bits every time.
+static void onednn_product(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
+                           int lda, int ldb, int ldc, float alpha, float beta) {
+    const char TA = ta ? 'T' : 'N', TB = tb ? 'T' : 'N';
+    const int threads = omp_in_parallel() ? 1 : std::min(omp_get_max_threads(), std::max(M, N) / 16);
+    if (threads <= 1) return void(dnnl_sgemm(TA, TB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc));
+    const bool by_rows = M >= N;
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
+        const int i0 = int((long long)len * t / n), i1 = int((long long)len * (t + 1) / n);
+        if (i1 > i0 && by_rows)  // rows i0..i1 of c: rows of a, or columns of a when it is transposed
+            dnnl_sgemm(TA, TB, i1 - i0, N, K, alpha, ta ? a + i0 : a + size_t(i0) * lda, lda, b, ldb, beta,
+                       c + size_t(i0) * ldc, ldc);
+        if (i1 > i0 && !by_rows)  // columns i0..i1 of c: columns of b, or rows of b when it is transposed
+            dnnl_sgemm(TA, TB, M, i1 - i0, K, alpha, a, lda, tb ? b + size_t(i0) * ldb : b + i0, ldb, beta, c + i0,
+                       ldc);
+    }
+}
+#endif
+
 // c = alpha·op(a)·op(b) + beta·c, row-major; ta/tb say which operand is transposed.
 static void product(char form, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
                     int lda, int ldb, int ldc, float alpha, float beta) {
     if (g_record.load(std::memory_order_relaxed)) record(form, M, N, K, lda, ldb, ldc, beta);
 #ifdef HANDGRAD_ONEDNN
-    if (g_backend.load(std::memory_order_relaxed) == MatmulBackend::OneDNN) {
-        // dnnl_sgemm is row-major like the C BLAS interface; its status can only be a bad
-        // argument, which the layers' own size checks rule out before they get here.
-        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
-    }
+    if (g_backend.load(std::memory_order_relaxed) == MatmulBackend::OneDNN)
+        return onednn_product(ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
 #endif
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a,
                 lda, b, ldb, beta, c, ldc);

@@ -18,8 +18,9 @@
 // each tiles K in its own order. Each is deterministic for one CPU, one thread setting and the
 // same library: a run repeats itself bit for bit with either backend, never across them. Both
 // run single-threaded inside our own parallel regions (attention's heads, batch threads) and
-// split a product over the process's threads outside them. Neither allocates through C++'s
-// operator new; each may take a workspace from malloc inside a call (dnnl_sgemm its packing
+// split a product over the process's threads outside them (OpenBLAS by its own plan, oneDNN's
+// by blocks of rows or columns of c, matmul.cpp). Neither allocates through C++'s operator new
+// in a step; each takes a workspace from malloc inside some calls (dnnl_sgemm its packing
 // buffer on every call, OpenBLAS when it threads a product), which glibc serves from its free
 // lists once the first step has warmed them.
 #pragma once

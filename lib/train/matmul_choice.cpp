@@ -156,10 +156,10 @@ static std::optional<MatmulChoice> decode(const std::string& s) {
 // "the products take 6.1 ms per step with onednn against 12.0 ms with openblas".
 static std::string compared(const MatmulChoice& c) {
     const std::vector<MatmulBackend> all = matmul_backends();
-    std::string s = fmt::format("the products take {:.1f} ms per step with {}",
+    std::string s = fmt::format("the products take {:.3g} ms per step with {}",
                                 c.ms[std::find(all.begin(), all.end(), c.backend) - all.begin()], to_string(c.backend));
     for (size_t i = 0; i < all.size(); i++)
-        if (all[i] != c.backend) s += fmt::format(" against {:.1f} ms with {}", c.ms[i], to_string(all[i]));
+        if (all[i] != c.backend) s += fmt::format(" against {:.3g} ms with {}", c.ms[i], to_string(all[i]));
     return s;
 }
 

@@ -1,0 +1,319 @@
+// The matmul backends (lib/kernels/matmul.h): OpenBLAS and oneDNN agree to float rounding on
+// every product the model makes, each training run repeats itself bit for bit, and
+// --matmul=auto measures, remembers and says what it chose (lib/train/matmul_choice.h).
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "lib/core/rng.h"
+#include "lib/kernels/matmul.h"
+#include "lib/kernels/peak.h"
+#include "lib/train/matmul_choice.h"
+#include "lib/train/startup_cache.h"
+#include "lib/train/trainer.h"
+#include "tests/app_runner.h"
+
+using namespace hg;
+using namespace hg::test;
+
+namespace {
+
+// Sets HANDGRAD_CACHE_DIR for the scope and puts back what was there.
+struct CacheDir {
+    std::string before;
+    explicit CacheDir(const std::string& dir) : before(std::getenv("HANDGRAD_CACHE_DIR") ?: "off") {
+        setenv("HANDGRAD_CACHE_DIR", dir.c_str(), 1);
+    }
+    ~CacheDir() { setenv("HANDGRAD_CACHE_DIR", before.c_str(), 1); }
+};
+
+// Sets the backend for the scope and puts back the one before.
+struct UseBackend {
+    MatmulBackend before = matmul_current();
+    explicit UseBackend(MatmulBackend b) { matmul_use(b); }
+    ~UseBackend() { matmul_use(before); }
+};
+
+struct Operands {
+    std::vector<float> a, b, c;  // c: the whole (M, ldc) buffer, beta's input
+};
+
+Operands random_operands(const MatmulCall& m, uint64_t seed) {
+    Rng rng(seed);
+    Operands o;
+    o.a.resize(size_t(m.form == 'T' ? m.K : m.M) * m.lda);
+    o.b.resize(size_t(m.form == 't' ? m.N : m.K) * m.ldb);
+    o.c.resize(size_t(m.M) * m.ldc);
+    for (float& x : o.a) x = float(rng.uniform() * 2 - 1);
+    for (float& x : o.b) x = float(rng.uniform() * 2 - 1);
+    for (float& x : o.c) x = float(rng.uniform() * 2 - 1);
+    return o;
+}
+
+float A(const MatmulCall& m, const Operands& o, int i, int k) {
+    return m.form == 'T' ? o.a[size_t(k) * m.lda + i] : o.a[size_t(i) * m.lda + k];
+}
+float B(const MatmulCall& m, const Operands& o, int k, int j) {
+    return m.form == 't' ? o.b[size_t(j) * m.ldb + k] : o.b[size_t(k) * m.ldb + j];
+}
+
+// The largest error of `got` (the (M, ldc) buffer after the call) against the product in
+// double, each entry relative to Σ|a·b| + |beta·c| (what float rounding scales with), in units
+// of (K + 2)·u: within float rounding means at most 1. Entries between N and ldc must be the
+// input's, to the bit (NaN otherwise).
+double error_in_rounding_units(const MatmulCall& m, const Operands& in, const std::vector<float>& got) {
+    double worst = 0;
+    const double unit = (m.K + 2) * std::ldexp(1.0, -24);
+    for (int i = 0; i < m.M; i++) {
+        for (int j = 0; j < m.N; j++) {
+            const double c0 = m.beta * double(in.c[size_t(i) * m.ldc + j]);
+            double sum = c0, scale = std::fabs(c0);
+            for (int k = 0; k < m.K; k++) {
+                const double p = double(A(m, in, i, k)) * double(B(m, in, k, j));
+                sum += p, scale += std::fabs(p);
+            }
+            worst = std::max(worst, std::fabs(got[size_t(i) * m.ldc + j] - sum) / (scale * unit + 1e-300));
+        }
+        for (int j = m.N; j < m.ldc; j++)
+            if (got[size_t(i) * m.ldc + j] != in.c[size_t(i) * m.ldc + j]) return std::numeric_limits<double>::quiet_NaN();
+    }
+    return worst;
+}
+
+std::vector<float> run_with(MatmulBackend backend, const MatmulCall& m, const Operands& o) {
+    UseBackend use(backend);
+    std::vector<float> c = o.c;
+    matmul_run(m, c.data(), o.a.data(), o.b.data());
+    return c;
+}
+
+std::vector<int> random_ids(int V, size_t n) {
+    std::vector<int> ids(n);
+    Rng rng(5);
+    for (int& t : ids) t = int(rng.below(V));
+    return ids;
+}
+
+}  // namespace
+
+TEST_CASE("--matmul's values: auto, a backend's name, or one error", "[matmul]") {
+    CHECK_FALSE(parse_matmul_flag("auto").has_value());
+    CHECK(parse_matmul_flag("openblas") == MatmulBackend::OpenBLAS);
+    CHECK_THROWS_WITH(parse_matmul_flag("cuda"), Catch::Contains("--matmul must be auto, openblas or onednn"));
+    CHECK_THROWS_AS(parse_matmul_flag("OpenBLAS"), Error);
+    CHECK_THROWS_AS(parse_matmul_flag(""), Error);
+    if (matmul_available(MatmulBackend::OneDNN)) CHECK(parse_matmul_flag("onednn") == MatmulBackend::OneDNN);
+    else CHECK_THROWS_WITH(parse_matmul_flag("onednn"), Catch::Contains("no oneDNN"));
+    CHECK(matmul_backends().front() == MatmulBackend::OpenBLAS);
+}
+
+TEST_CASE("every product the model makes: each backend within float rounding of the exact product, β = 0 and 1",
+          "[matmul]") {
+    GPTConfig c = preset("course");
+    c.n_layer = 2, c.block_size = 24, c.vocab_size = 40;
+    GPTConfig modern = c;
+    modern.norm = NormKind::RMSNorm, modern.pos = PosEncoding::Rope, modern.mlp = MlpKind::SwiGLU, modern.qk_norm = true;
+    modern.n_head = 2, modern.block_size = 80;  // heads of 64 over 80 positions: attention's products, not its fused kernel
+    const std::vector<int> ids = random_ids(c.vocab_size, 4000);
+    std::vector<MatmulCall> calls;
+    const auto add = [&](const std::vector<MatmulCall>& more) {
+        for (const MatmulCall& m : more) {
+            bool seen = false;
+            for (const MatmulCall& o : calls) seen = seen || o.same_call(m);
+            if (!seen) calls.push_back(m);
+        }
+    };
+    for (const GPTConfig& config : {c, modern})
+        for (int R : {1, 2}) {
+            TrainConfig tc;
+            tc.batch_size = 4, tc.batch_threads = R;
+            add(training_step_matmuls(config, tc, ids));
+        }
+    add(forward_matmuls(c, 3, c.block_size));
+    // The recording saw every form, both betas, strided operands (attention's heads inside a
+    // (B, T, 3C) buffer) and products inside our parallel regions.
+    const auto any = [&](auto pred) { return std::any_of(calls.begin(), calls.end(), pred); };
+    CHECK(any([](const MatmulCall& m) { return m.form == 'n'; }));
+    CHECK(any([](const MatmulCall& m) { return m.form == 't'; }));
+    CHECK(any([](const MatmulCall& m) { return m.form == 'T'; }));
+    CHECK(any([](const MatmulCall& m) { return m.beta == 0; }));
+    CHECK(any([](const MatmulCall& m) { return m.beta == 1; }));
+    CHECK(any([](const MatmulCall& m) { return m.form == 't' && m.lda > m.K && m.ldb > m.K; }));
+    CHECK(any([](const MatmulCall& m) { return m.nested; }));
+
+    int checked = 0;
+    for (MatmulCall m : calls)
+        for (float beta : {0.0f, 1.0f}) {
+            m.beta = beta;
+            const Operands in = random_operands(m, 11 + checked);
+            for (MatmulBackend backend : matmul_backends()) {
+                INFO(to_string(backend) << " " << m.form << " M " << m.M << " N " << m.N << " K " << m.K << " ld "
+                                        << m.lda << "/" << m.ldb << "/" << m.ldc << " beta " << beta);
+                const double e = error_in_rounding_units(m, in, run_with(backend, m, in));
+                CHECK(e <= 1.0);  // NaN (a write past N) fails too
+            }
+            checked++;
+        }
+    CHECK(checked == 2 * int(calls.size()));
+
+    SECTION("the check can fail: one entry off by a thousandth of its scale, or a write into the stride") {
+        const MatmulCall m{'t', 5, 6, 64, 70, 64, 8, 1.0f, false, 1};
+        const Operands in = random_operands(m, 3);
+        std::vector<float> good = run_with(MatmulBackend::OpenBLAS, m, in);
+        CHECK(error_in_rounding_units(m, in, good) <= 1.0);
+        std::vector<float> off = good;
+        off[2 * m.ldc + 3] += 1e-3f * 64 * 0.25f;
+        CHECK(error_in_rounding_units(m, in, off) > 1.0);
+        std::vector<float> stride = good;
+        stride[m.N] += 1;
+        CHECK(std::isnan(error_in_rounding_units(m, in, stride)));
+    }
+}
+
+TEST_CASE("the calls of one and two blocks carried to n_layer are the whole model's calls", "[matmul]") {
+    GPTConfig c = preset("course");
+    c.n_layer = 4, c.block_size = 16, c.vocab_size = 30, c.dropout = 0.1f;
+    TrainConfig tc;
+    tc.batch_size = 4, tc.batch_threads = 2;
+    const std::vector<int> ids = random_ids(c.vocab_size, 2000);
+    const std::vector<MatmulCall> carried = training_step_matmuls(c, tc, ids);
+    const std::vector<MatmulCall> whole = record_matmuls([&] {
+        Trainer t;
+        t.start(c, tc, std::vector<std::string>(c.vocab_size, ""), ids, ids);
+        t.step();
+    });
+    REQUIRE(carried.size() == whole.size());
+    long total = 0;
+    for (const MatmulCall& w : whole) {
+        const auto it = std::find_if(carried.begin(), carried.end(), [&](const MatmulCall& m) { return m.same_call(w); });
+        REQUIRE(it != carried.end());
+        CHECK(it->count == w.count);
+        total += w.count;
+    }
+    CHECK(total > 4 * 6);  // at least forward and backward of every block's linears
+}
+
+TEST_CASE("a training run on each backend repeats itself bit for bit, and the two agree to float rounding",
+          "[matmul][train]") {
+    GPTConfig c = preset("course");
+    c.n_layer = 2, c.block_size = 32, c.vocab_size = 50, c.dropout = 0.1f;
+    const std::vector<int> ids = random_ids(c.vocab_size, 5000);
+    const auto losses = [&](MatmulBackend backend, int batch_threads) {
+        UseBackend use(backend);
+        TrainConfig tc;
+        tc.batch_size = 4, tc.batch_threads = batch_threads;
+        tc.schedule = LrSchedule{1e-3, 1e-4, 2, 10, true};
+        Trainer t;
+        t.start(c, tc, std::vector<std::string>(c.vocab_size, ""), ids, ids);
+        std::vector<double> out;
+        for (int i = 0; i < 4; i++) out.push_back(t.step().loss);
+        out.push_back(double(t.model.params_memory.data()[0]));
+        return out;
+    };
+    for (int R : {1, 2}) {
+        const std::vector<double> base = losses(MatmulBackend::OpenBLAS, R);
+        CHECK(base == losses(MatmulBackend::OpenBLAS, R));
+        for (MatmulBackend b : matmul_backends()) {
+            INFO(to_string(b) << ", batch_threads " << R);
+            const std::vector<double> run = losses(b, R);
+            CHECK(run == losses(b, R));
+            for (size_t i = 0; i + 1 < run.size(); i++) CHECK(std::fabs(run[i] - base[i]) < 1e-4);
+        }
+    }
+}
+
+TEST_CASE("auto: the faster backend on the recorded products, remembered per machine; a given backend untimed",
+          "[matmul]") {
+    GPTConfig c = preset("course");
+    c.n_layer = 1, c.block_size = 16, c.vocab_size = 30;
+    TrainConfig tc;
+    tc.batch_size = 4;
+    const std::vector<int> ids = random_ids(c.vocab_size, 2000);
+    const int threads = omp_get_max_threads();
+    int recorded = 0;
+    const auto calls = [&] {
+        recorded++;
+        return training_step_matmuls(c, tc, ids);
+    };
+    const std::string key = training_matmul_key(c, tc, threads);
+    CHECK(key.find("threads " + std::to_string(threads)) != std::string::npos);
+    CHECK(key.find(machine_signature()) != std::string::npos);
+
+    const MatmulChoice given = choose_matmul("openblas", key, calls, threads);
+    CHECK(given.backend == MatmulBackend::OpenBLAS);
+    CHECK(given.why == "as --matmul says");
+    CHECK(recorded == 0);
+    CHECK_THROWS_AS(choose_matmul("blas", key, calls, threads), Error);
+
+    TempDir tmp("handgrad-matmul-cache");
+    CacheDir cache(tmp.path.string());
+    const MatmulChoice first = choose_matmul("auto", key, calls, threads);
+    INFO(first.why);
+    if (matmul_backends().size() == 1) {
+        CHECK(first.backend == MatmulBackend::OpenBLAS);
+        CHECK(recorded == 0);
+        return;
+    }
+    CHECK(recorded == 1);
+    REQUIRE(first.ms.size() == matmul_backends().size());
+    for (double ms : first.ms) CHECK(ms > 0);
+    const size_t fastest = std::min_element(first.ms.begin(), first.ms.end()) - first.ms.begin();
+    CHECK(first.backend == matmul_backends()[fastest]);
+    CHECK(first.seconds > 0);
+    CHECK(first.why.find("auto: the products take") != std::string::npos);
+
+    const MatmulChoice again = choose_matmul("auto", key, calls, threads);
+    CHECK(recorded == 1);  // not measured again
+    CHECK(again.backend == first.backend);
+    CHECK(again.seconds == 0);
+    CHECK(again.why.find("remembered") != std::string::npos);
+    // Another key (here: another thread count) is measured afresh.
+    choose_matmul("auto", training_matmul_key(c, tc, threads + 1), calls, threads);
+    CHECK(recorded == 2);
+    // A cache line that makes no sense is measured again, not trusted.
+    cache_put(key, "cuda 1 2");
+    choose_matmul("auto", key, calls, threads);
+    CHECK(recorded == 3);
+}
+
+TEST_CASE("the machine's peak: positive, and not below the order of the measured product rate", "[matmul][peak]") {
+    const int threads = omp_get_max_threads();
+    const double peak = peak_f32_gflops(threads, 0.05);
+    CHECK(peak > 0);
+    const int n = 384;
+    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+    double best = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        matmul_nt(c.data(), a.data(), b.data(), n, n, n, n, n, n, 1.0f, 0.0f);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    CHECK(c[7] == Approx(0.125f * n));
+    const double sgemm = 2.0 * n * n * n / best / 1e9;
+    INFO("peak " << peak << " GFLOP/s, sgemm " << sgemm << " GFLOP/s");
+    CHECK(peak >= 0.1 * sgemm);
+    if (cpu_has_bf16_dot()) CHECK(peak_bf16_gflops(threads, 0.05) > 0);
+    else CHECK(peak_bf16_gflops(threads, 0.05) == 0);
+}
+
+TEST_CASE("train --matmul: the header says which backend ran and why", "[matmul][apps]") {
+    TempDir tmp("handgrad-matmul-app");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string base = bin("train") + kTiny + " --max_iters=2 --eval_interval=2 --data=" + data;
+    for (MatmulBackend b : matmul_backends()) {
+        const Run r = run(base + " --matmul=" + to_string(b) + " --out_dir=" + (tmp.path / to_string(b)).string());
+        INFO(r.output);
+        CHECK(r.status == 0);
+        CHECK(r.output.find("matmul: " + to_string(b) + " (as --matmul says)") != std::string::npos);
+    }
+    const Run a = run(base + " --out_dir=" + (tmp.path / "auto").string());
+    INFO(a.output);
+    CHECK(a.status == 0);
+    CHECK(a.output.find(matmul_backends().size() > 1 ? "(auto: the products take" : "(auto: the only backend") !=
+          std::string::npos);
+}
