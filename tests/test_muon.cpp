@@ -338,3 +338,60 @@ TEST_CASE("resume with Muon is exact: its momentum travels in the checkpoint", "
     REQUIRE_THROWS_WITH(wrong.resume(ck, other, split.train, split.val), Catch::Contains("--optimizer=muon"));
     fs::remove_all(dir);
 }
+
+TEST_CASE("Muon reads the gradient through the clipping factor: two steps with different factors equal clipping "
+          "first", "[muon][optim]") {
+    // Newton–Schulz divides its input by its norm, so one step from zero momentum, or the same
+    // factor on every step, gives the same update with or without the factor. Two steps with
+    // different factors do not: the momentum then mixes the two gradients in the factors' ratio.
+    Rng rng(21);
+    const std::vector<std::pair<int, int>> shapes = {{6, 10}, {14, 5}};  // wide and tall
+    std::vector<MuonMatrix> mats;
+    size_t P = 0;
+    for (auto [r, c] : shapes) mats.push_back({P, r, c}), P += size_t(r) * c;
+    const auto w0 = gaussian(P, rng, 0.1), g1 = gaussian(P, rng, 0.5), g2 = gaussian(P, rng, 0.5);
+    const double lr = 0.02, wd = 0.1, mu = 0.9;
+    const double factors[2] = {0.37, 0.81};  // what clip_scale gives for norms of 2.7 and 1.23 at max_norm 1
+    const std::vector<double>* grads[2] = {&g1, &g2};
+
+    // The reference: each gradient multiplied by its factor first, then two plain double steps.
+    std::vector<double> expect = w0, expect_buf(P, 0.0);
+    for (int s = 0; s < 2; s++)
+        for (const MuonMatrix& m : mats) {
+            const size_t n = size_t(m.rows) * m.cols;
+            std::vector<double> w(expect.begin() + m.offset, expect.begin() + m.offset + n), g(n),
+                b(expect_buf.begin() + m.offset, expect_buf.begin() + m.offset + n);
+            for (size_t i = 0; i < n; i++) g[i] = (*grads[s])[m.offset + i] * factors[s];
+            const auto out = reference_step(w, g, b, m.rows, m.cols, lr, wd, mu);
+            std::copy(out.begin(), out.end(), expect.begin() + m.offset);
+            std::copy(b.begin(), b.end(), expect_buf.begin() + m.offset);
+        }
+    // The library in float, the factor passed as grad_scale, and the same with the gradient
+    // clipped in place first: the same bits. Against the double reference: float precision.
+    const auto run = [&](bool clip_first, const double (&f)[2]) {
+        Muon<float> muon;
+        muon.build(mats);
+        std::vector<float> w(w0.begin(), w0.end()), buf(P, 0.0f);
+        for (int s = 0; s < 2; s++) {
+            std::vector<float> g(grads[s]->begin(), grads[s]->end());
+            if (clip_first)
+                for (float& x : g) x *= float(f[s]);
+            muon.step(w.data(), g.data(), buf.data(), lr, wd, mu, {}, clip_first ? 1.0 : f[s]);
+        }
+        return w;
+    };
+    const std::vector<float> fused = run(false, factors), first = run(true, factors);
+    CHECK(fused == first);
+    CHECK(max_rel_diff(std::vector<double>(fused.begin(), fused.end()), expect) < 1e-5);
+    // A step that ignored the factor is caught: unscaled, the second step weighs the gradients
+    // otherwise.
+    const double none[2] = {1.0, 1.0};
+    const std::vector<float> unscaled = run(false, none);
+    CHECK(max_rel_diff(std::vector<double>(unscaled.begin(), unscaled.end()), expect) > 1e-3);
+    // And the reason two different factors are needed: one factor on both steps changes nothing
+    // beyond rounding.
+    const double same[2] = {0.37, 0.37};
+    const std::vector<float> constant = run(false, same);
+    CHECK(max_rel_diff(std::vector<double>(constant.begin(), constant.end()),
+                       std::vector<double>(unscaled.begin(), unscaled.end())) < 1e-5);
+}
