@@ -6,6 +6,7 @@
 #include <hwy/highway.h>
 
 #include "lib/kernels/bf16.h"
+#include "lib/kernels/bf16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
@@ -13,22 +14,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 void Bf16Round(bf16* out, const float* in, size_t n) {
     const hn::ScalableTag<float> df;
-    const hn::RebindToUnsigned<decltype(df)> du;      // u32 lanes
-    const hn::RebindToSigned<decltype(df)> di;        // i32 lanes
-    const hn::Rebind<uint16_t, decltype(di)> d16;     // as many u16 lanes
     const size_t L = hn::Lanes(df);
-    const auto one = hn::Set(du, 1u), half_minus_one = hn::Set(du, 0x7FFFu), quiet = hn::Set(du, 0x0040u);
     size_t i = 0;
-    for (; i + L <= n; i += L) {
-        const auto x = hn::LoadU(df, in + i);
-        const auto b = hn::BitCast(du, x);
-        const auto top = hn::ShiftRight<16>(b);
-        const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(b, half_minus_one), hn::And(top, one)));
-        const auto nan = hn::RebindMask(du, hn::IsNaN(x));
-        const auto r = hn::IfThenElse(nan, hn::Or(top, quiet), rounded);
-        // Every lane is ≤ 0xFFFF now, so the saturating i32 → u16 narrowing is exact.
-        hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out + i);
-    }
+    for (; i + L <= n; i += L) StoreBf16(df, hn::LoadU(df, in + i), out + i);
     for (; i < n; i++) out[i] = bf16_from_float(in[i]);  // scalar tail (simd.h): the twin
 }
 
