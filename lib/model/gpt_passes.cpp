@@ -52,7 +52,18 @@ static const real* dropout_at_site_backward(const GPT<real>& m, real* ddrop, con
 // linear_backward (the float fast path and the double twin); a float model with bf16 on runs the
 // same layer with bf16 products (lib/layers/linear.h): inp16 is where this layer's input is
 // rounded in the forward and read again by its backward. Everything between the products —
-// norms, attention's scores and softmax, GELU, the residual stream, the loss — stays float.
+// norms, attention's scores and softmax, GELU, the residual stream, the loss — stays float:
+//   the residual stream  each block adds a small update to it; at bf16's 2⁻⁸ an update under
+//                        1/256 of the stream would be lost whole;
+//   norms' statistics    a mean and a variance are sums of C numbers: rounded inputs would not
+//                        cost much, but these are memory-bound passes that gain nothing from bf16;
+//   attention            its products stay float (the fused kernels of attention_kernels.h, a
+//                        head kept in L1, ~10 % of a step). Its scores must reach the softmax in
+//                        float: e^(s+δ) = e^s·(1 + δ + …), so an absolute error δ in a score is a
+//                        relative error δ in its probability, and bf16 scores of size |s| ≈ 8 would
+//                        carry δ ≈ 2⁻⁸·8 = 3 % — a sharp head's attention would move visibly;
+//   the loss             logits leave lm_head's product in float; log-softmax of V numbers
+//                        subtracts near-equal ones (logit − logsumexp), which bf16 would ruin.
 template <typename real>
 static void linear_fwd(const GPT<real>& m, real* out, const real* inp, bf16* inp16, const real* w, const real* b,
                        int N, int C, int OC) {
