@@ -54,6 +54,15 @@ ifeq ($(MPI),1)
   LDLIBS       += $(filter-out -lmpi_cxx,$(shell mpicxx --showme:link))
 endif
 
+# oneDNN (switch off with ONEDNN=0): its matmul primitive runs the bf16 products when its header
+# is installed (`make deps` installs libdnnl-dev); without it they widen to float (lib/kernels/matmul_bf16.h).
+ONEDNN ?= $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
+ifeq ($(ONEDNN),1)
+  ONEDNN_CPPFLAGS := -DHANDGRAD_ONEDNN
+  LDLIBS   += -ldnnl
+endif
+$(BUILD)/obj/lib/kernels/matmul_bf16.o $(BUILD)/obj-pic/lib/kernels/matmul_bf16.o: CPPFLAGS += $(ONEDNN_CPPFLAGS)
+
 ifneq ($(SAN),)
   CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LDFLAGS  += -fsanitize=address,undefined
@@ -68,7 +77,7 @@ APPS     := $(APP_SRC:apps/%.cpp=$(BUILD)/%)
 
 # Everything the build and the tools need, as Debian packages (installed by `make deps`).
 DEB_PKGS := g++ make pkg-config libopenblas-dev libopenblas-openmp-dev libhwy-dev catch2 \
-            libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev python3-regex curl ca-certificates
+            libfmt-dev libdnnl-dev nlohmann-json3-dev libcli11-dev libpcre2-dev python3-regex curl ca-certificates
 MPI_PKGS := libopenmpi-dev openmpi-bin
 FUZZ_PKGS := clang libclang-rt-14-dev libomp-14-dev
 

@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
     model.add(app);
     int batch_size = 12, steps = 10, warmup = 2, threads = 0, batch_threads = 1;
     bool json = false;
-    std::string optimizer = "adamw";
+    std::string optimizer = "adamw", dtype = "float32";
+    app.add_option("--dtype", dtype, "float32 | bfloat16 (train's flag)")->capture_default_str();
     app.add_option("--batch_size", batch_size)->capture_default_str();
     app.add_option("--optimizer", optimizer, "adamw | muon (train's flag: Muon's Newton–Schulz is part of the step)")
         ->capture_default_str();
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
         tc.batch_size = batch_size, tc.batch_threads = batch_threads, tc.max_iters = warmup + steps;
         tc.schedule = LrSchedule{1e-4, 1e-5, 0, warmup + steps, true};
         tc.optimizer = parse_optimizer(optimizer);
+        tc.dtype = parse_dtype(dtype);
         const std::string matmul_line =
             matmul.apply(training_matmul_key(c, tc, threads), [&] { return training_step_matmuls(c, tc, ids); }, threads);
         Trainer trainer;
@@ -140,7 +142,7 @@ int main(int argc, char** argv) {
         if (json) {
             nlohmann::ordered_json j = {{"preset", model.preset}, {"batch_size", batch_size}, {"block_size", T},
                                         {"dropout", c.dropout}, {"threads", threads}, {"batch_threads", batch_threads},
-                                        {"parameters", P},
+                                        {"dtype", dtype}, {"parameters", P},
                                         {"ms_median", median}, {"ms_min", sorted.front()}, {"ms_max", sorted.back()},
                                         {"tokens_per_s", tokens / (median / 1000)}, {"gflops", gflops},
                                         {"matmul", to_string(used)}, {"library_gflops", library},
@@ -156,9 +158,9 @@ int main(int argc, char** argv) {
         }
         fmt::print("bench: preset {}, B={} T={} L={} C={} NH={} V={} dropout={}, {:.2f} M parameters\n", model.preset,
                    batch_size, T, c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.dropout, P / 1e6);
-        fmt::print("threads {}{}, SIMD {}, {} timed steps after {} warm-up\n\n", threads,
+        fmt::print("threads {}{}, SIMD {}, dtype {}, {} timed steps after {} warm-up\n\n", threads,
                    batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows)", batch_threads, batch_size / batch_threads) : "",
-                   simd_current_target(), steps, warmup);
+                   simd_current_target(), dtype, steps, warmup);
         fmt::print("{}\n\n", matmul_line);
         fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(), sorted.back());
         fmt::print("  throughput    {:.0f} tokens/s\n", tokens / (median / 1000));

@@ -34,6 +34,7 @@
 #include "apps/flags.h"
 #include "lib/checkpoint/atomic_file.h"
 #include "lib/data/dataset.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/kernels/simd.h"
 #include "lib/model/memory_check.h"
 #include "lib/process/dist.h"
@@ -97,7 +98,7 @@ struct Printer : RunObserver {
 struct TrainFlags {
     TrainConfig tc, preset_tc;  // a preset sets the training defaults too (train_preset)
     std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
-    std::string batch_threads = "auto", lr_decay, lr_replans, optimizer;
+    std::string batch_threads = "auto", lr_decay, lr_replans, optimizer, dtype = "float32";
     TokenizerFlags tokenizer;
     int threads = 0;
     MatmulFlag matmul;
@@ -133,6 +134,8 @@ struct TrainFlags {
         app.add_option("--grad_clip", tc.grad_clip, "0 disables")->capture_default_str();
         app.add_option("--optimizer", optimizer, "adamw | muon (Muon for the blocks' matrices, AdamW for the rest)")
             ->capture_default_str();
+        app.add_option("--dtype", dtype, "float32 | bfloat16 (mixed precision: the products' inputs in bf16, "
+                       "everything else float; docs/bf16.md)")->capture_default_str();
         app.add_option("--muon_lr", tc.muon.lr, "Muon's peak lr, on the lr schedule; 0: learning_rate")->capture_default_str();
         app.add_option("--muon_momentum", tc.muon.momentum)->capture_default_str();
         app.add_option("--muon_momentum_warmup", tc.muon.momentum_warmup,
@@ -162,6 +165,7 @@ struct TrainFlags {
         c.schedule.decay = parse_lr_decay(lr_decay);
         c.schedule.replans = parse_replans(lr_replans);
         c.optimizer = parse_optimizer(optimizer);
+        c.dtype = parse_dtype(dtype);
         if (o_max_iters->count() && !o_budget->count()) c.time_budget = 0;
         check(!(o_max_iters->count() && o_budget->count() && c.time_budget > 0),
               "give --max_iters or --time_budget, not both (the budget decides the iterations)");
@@ -239,6 +243,8 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
                                                   tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
                simd_current_target());
     fmt::print("{}", describe_optimizer(trainer.model.table, tc.optimizer, tc.muon, tc.adamw));
+    fmt::print("dtype: {}\n", tc.dtype == DType::BFloat16 ? "bfloat16 (products: " + matmul_bf16_describe() + ")"
+                                                          : std::string("float32"));
     if (choice) fmt::print("batch threads: {} (auto: {})\n", choice->batch_threads, choice->why);
     if (dist.size > 1)
         fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",

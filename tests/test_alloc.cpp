@@ -2,11 +2,13 @@
 // The test binary's operator new counts calls while `g_counting` is on.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
 
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/model/generate.h"
 #include "lib/train/trainer.h"
 
@@ -16,16 +18,17 @@
 
 static std::atomic<bool> g_counting{false};
 static std::atomic<long> g_allocations{0};
+static std::atomic<size_t> g_largest{0};  // the largest block asked for while counting
 
 void* operator new(size_t n) {
-    if (g_counting) g_allocations++;
+    if (g_counting) g_allocations++, g_largest = std::max<size_t>(g_largest, n);
     if (void* p = std::malloc(n ? n : 1)) return p;
     throw std::bad_alloc();
 }
 void* operator new[](size_t n) { return operator new(n); }
 // The nothrow forms too, so that every delete below frees memory this file's new allocated.
 void* operator new(size_t n, const std::nothrow_t&) noexcept {
-    if (g_counting) g_allocations++;
+    if (g_counting) g_allocations++, g_largest = std::max<size_t>(g_largest, n);
     return std::malloc(n ? n : 1);
 }
 void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
@@ -71,6 +74,31 @@ TEST_CASE("a training step allocates nothing on the heap (after the first)", "[t
             CHECK(g_allocations == 0);
             matmul_use(MatmulBackend::OpenBLAS);
         }
+    // bf16 mixed precision. Widened to float (where the CPU has no bf16 dot products): nothing.
+    // Through oneDNN, its matmul primitive allocates a few small blocks inside every call (it
+    // copies the argument list into a hash map and makes an execution context, lib/kernels/matmul_bf16.cpp),
+    // which this counter sees; no buffer of the step's size: every such block is under 4 KiB.
+    for (bool widen : {true, false}) {
+        matmul_bf16_force_widen(false);
+        if (!widen && matmul_bf16_backend() != Bf16Backend::OneDNN) continue;  // no oneDNN here
+        matmul_bf16_force_widen(widen);
+        INFO("bf16, " << matmul_bf16_describe());
+        TrainConfig tc;
+        tc.batch_size = 4, tc.gradient_accumulation_steps = 2, tc.dtype = DType::BFloat16;
+        tc.schedule = LrSchedule{1e-3, 1e-4, 2, 10, true};
+        Trainer tr;
+        tr.start(c, tc, vocab, ids, ids);
+        tr.step();  // the first step grows the widening buffers and makes oneDNN's primitives
+        g_allocations = 0, g_largest = 0;
+        g_counting = true;
+        for (int i = 0; i < 3; i++) tr.step();
+        g_counting = false;
+        if (widen) CHECK(g_allocations == 0);
+        else CHECK(g_largest < 4096);
+        WARN("bf16 through " << matmul_bf16_describe() << ": " << g_allocations / 3 << " allocations a step, the "
+             "largest " << g_largest << " bytes");
+    }
+    matmul_bf16_force_widen(false);
     // the counter works: a vector allocates
     g_counting = true;
     std::vector<int> v(10);

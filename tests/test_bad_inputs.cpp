@@ -70,6 +70,7 @@ TEST_CASE("train: meaningless numbers and unusable paths are refused in one line
         {"--n_head=0", "n_head"}, {"--n_embd=-16", "n_embd"}, {"--n_layer=0", "n_layer"},
         {"--n_layer=100000000", "n_layer"}, {"--block_size=2000000000", "block_size"},
         {"--lr_replans=5:3", "re-plan"}, {"--lr_decay=foo", "foo"},
+        {"--dtype=float16", "dtype"}, {"--dtype=", "dtype"}, {"--dtype=BFloat16", "dtype"},
         {"--threads=-1", "--threads"}, {"--threads=1000000", "--threads"},
         // the memory check: refused with the numbers before anything is allocated
         {"--batch_size=100000000", "GiB available"},
@@ -124,7 +125,7 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
     expect_errors(bin("bench") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --steps=1 --warmup=0", {
         {"--steps=0", "steps"}, {"--warmup=-1", "warmup"}, {"--batch_size=0", "batch_size"},
         {"--batch_size=100000000", "GiB available"}, {"--threads=-1", "--threads"}, {"--threads=1000000", "--threads"},
-        {"--batch_threads=0", "batch"}, {"--batch_threads=5", "batch"},
+        {"--batch_threads=0", "batch"}, {"--batch_threads=5", "batch"}, {"--dtype=bf16", "dtype"},
     });
     expect_errors(bin("crosscheck") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --vocab_size=10 --ckpt=" +
                       (s.tmp.path / "cc.st").string() + " --out=" + (s.tmp.path / "cc.out").string(), {

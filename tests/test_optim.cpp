@@ -158,10 +158,15 @@ TEST_CASE("adamw_update: Highway kernel equals the scalar twin bit for bit on ev
             std::vector<double> p_d(p.begin(), p.end()), m_d(m.begin(), m.end()), v_d(v.begin(), v.end());
             const std::vector<double> g_d(g.begin(), g.end());
 
-            adamw_update(p.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, bc1, bc2, gs);
+            // with the bf16 copy written in the same pass (the kernel's and the twin's must agree too)
+            std::vector<bf16> p16(n), p16_ref(n);
+            adamw_update(p.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, bc1, bc2, gs,
+                         p16.data());
             adamw_update_scalar<float>(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, lr,
-                                       beta1, beta2, eps, wd, bc1, bc2, gs);
+                                       beta1, beta2, eps, wd, bc1, bc2, gs, p16_ref.data());
             CHECK(bit_equal(p, p_ref));
+            CHECK(p16 == p16_ref);
+            for (size_t i = 0; i < n; i++) CHECK(p16[i] == bf16_from_float(p[i]));
             CHECK(bit_equal(m, m_ref));
             CHECK(bit_equal(v, v_ref));
 

@@ -17,6 +17,7 @@
 #include <hwy/highway.h>
 
 #include "lib/kernels/adamw.h"
+#include "lib/kernels/bf16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
@@ -24,7 +25,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
                  float beta2, float eps, float weight_decay, float bias_correction1,
-                 float bias_correction2, float grad_scale) {
+                 float bias_correction2, float grad_scale, bf16* p16) {
     const AdamWScalars k = adamw_scalars(lr, beta1, beta2, weight_decay, bias_correction1,
                                          bias_correction2);
     const float decay = float(k.decay), c1 = float(k.one_minus_beta1), c2 = float(k.one_minus_beta2);
@@ -45,6 +46,7 @@ void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, float l
         const auto denom = hn::Add(hn::Div(hn::Sqrt(v_i), bc2_sqrt_v), eps_v);            // sqrt(v)/sqrt(bc2) + eps
         p_i = hn::Sub(p_i, hn::Mul(step_v, hn::Div(m_i, denom)));                          // p − (lr/bc1)·(m/denom)
         hn::StoreU(p_i, d, p + i);
+        if (p16) StoreBf16(d, p_i, p16 + i);  // the weight's bf16 copy, from the register just stored
         hn::StoreU(m_i, d, m + i);
         hn::StoreU(v_i, d, v + i);
     }
@@ -55,6 +57,7 @@ void AdamWUpdate(float* p, const float* g, float* m, float* v, size_t n, float l
         v[i] = beta2 * v[i] + (c2 * g_i) * g_i;
         const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
         p[i] = p[i] - step_size * (m[i] / denom);
+        if (p16) p16[i] = bf16_from_float(p[i]);
     }
 }
 
@@ -67,9 +70,9 @@ HWY_EXPORT(AdamWUpdate);
 
 void adamw_update(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
                   float beta2, float eps, float weight_decay, float bias_correction1,
-                  float bias_correction2, float grad_scale) {
+                  float bias_correction2, float grad_scale, bf16* p16) {
     HWY_DYNAMIC_DISPATCH(AdamWUpdate)(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay,
-                                      bias_correction1, bias_correction2, grad_scale);
+                                      bias_correction1, bias_correction2, grad_scale, p16);
 }
 
 }  // namespace hg

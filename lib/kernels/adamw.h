@@ -20,12 +20,20 @@
 // factor, applied in this pass instead of a pass of its own over the gradient. The bits are
 // those of clipping in place first (the same multiply); s = 1 leaves g exactly as it is.
 //
+// p16, when not null, receives the bf16 copy of each updated p (bf16_from_float, lib/kernels/bf16.h)
+// in the same pass: mixed-precision training reads its weights as bf16, and the copy is made
+// where the float weight is still in a register, not by a pass of its own. Weights, m and v stay
+// float: an update is ~lr·|p| small, far under bf16's half ulp of 2⁻⁹·|p|, and would be lost
+// if p itself were bf16.
+//
 // Known difference: PyTorch >= 2.0 writes the m update as exp_avg.lerp_(g, 1 − β1), i.e.
 // m + (1 − β1)·(g − m), which can round differently in the last bit; we follow the formula
 // above (also what PyTorch's fused CUDA AdamW computes).
 #pragma once
 #include <cmath>
 #include <cstddef>
+
+#include "lib/kernels/bf16.h"
 
 namespace hg {
 
@@ -35,7 +43,8 @@ void adamw_update(float* p,        // (n) parameters, updated in place
                   float* m,        // (n) first moment, updated in place
                   float* v,        // (n) second moment, updated in place
                   size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                  float bias_correction1, float bias_correction2, float grad_scale);
+                  float bias_correction1, float bias_correction2, float grad_scale,
+                  bf16* p16 = nullptr);  // (n) or null: the bf16 copy of p, written as p is
 
 // The per-call constants of the update, computed in double (as PyTorch does in Python).
 struct AdamWScalars {
@@ -58,7 +67,8 @@ void adamw_update_scalar(real* p,        // (n)
                          real* m,        // (n)
                          real* v,        // (n)
                          size_t n, real lr, real beta1, real beta2, real eps, real weight_decay,
-                         real bias_correction1, real bias_correction2, real grad_scale) {
+                         real bias_correction1, real bias_correction2, real grad_scale,
+                         bf16* p16 = nullptr) {
     const AdamWScalars k = adamw_scalars(lr, beta1, beta2, weight_decay, bias_correction1,
                                          bias_correction2);
     const real decay = real(k.decay), c1 = real(k.one_minus_beta1), c2 = real(k.one_minus_beta2);
@@ -70,6 +80,7 @@ void adamw_update_scalar(real* p,        // (n)
         v[i] = beta2 * v[i] + (c2 * g_i) * g_i;
         real denom = std::sqrt(v[i]) / bc2_sqrt + eps;
         p[i] = p[i] - step_size * (m[i] / denom);
+        if (p16) p16[i] = bf16_from_float(float(p[i]));
     }
 }
 

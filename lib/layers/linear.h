@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "lib/core/errors.h"
+#include "lib/kernels/bf16.h"
 
 namespace hg {
 
@@ -16,6 +17,15 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
 // dinp may be null (its gradient is not needed); dbias is null when there is no bias.
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC);
+
+// The same layer in mixed precision (dtype bfloat16): the products take bf16 inputs and add in
+// float (lib/kernels/matmul_bf16.h). weight16 is W's bf16 copy (the optimizer keeps it). The
+// forward rounds inp into inp16 (N,C) and keeps it there: the backward's dW product reads it again.
+// The backward rounds dout into dout16 (N,OC), scratch. out, dinp, dweight, dbias stay float.
+void linear_forward_bf16(float* out, const float* inp, bf16* inp16, const bf16* weight16, const float* bias,
+                         int N, int C, int OC);
+void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, bf16* dout16,
+                          const bf16* inp16, const bf16* weight16, int N, int C, int OC);
 
 namespace twin {  // the scalar twins, defined below
 template <typename real>

@@ -180,6 +180,34 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
                    config.rope_base);
 }
 
+void gpt_use_bf16(GPT<float>& m, const GPT<float>* share_params_of) {
+    const GPTConfig& c = m.config;
+    Bf16Copies& b = m.mixed;
+    b.params = m.params.wte;  // the table's first tensor: offset 0 of the parameter arena
+    if (share_params_of) {
+        check(share_params_of->mixed.on(), "a replica's model must use bf16 before the replica does");
+        b.weights = share_params_of->mixed.weights;
+    } else {
+        b.weights_memory.allocate(m.num_parameters);
+        b.weights = b.weights_memory.data();
+    }
+    const size_t N = size_t(m.max_B) * m.max_T, C = c.n_embd, M = c.mlp_hidden();
+    const size_t widest = std::max({size_t(c.vocab_size), 3 * C, size_t(c.mlp_fc_width()), C});
+    for (int pass = 0; pass < 2; pass++) {  // count, then allocate and carve
+        Carver<bf16> arena{pass ? b.acts_memory.data() : nullptr};
+        b.h.assign(c.n_layer, Bf16Block{});
+        for (Bf16Block& s : b.h) s = {arena.take(N * C), arena.take(N * C), arena.take(N * C), arena.take(N * M)};
+        b.ln_f = arena.take(N * C), b.dout = arena.take(N * widest);
+        if (!pass) b.acts_memory.allocate(arena.used);
+    }
+    if (!share_params_of) gpt_round_weights(m);
+}
+
+void gpt_round_weights(GPT<float>& m) {
+    if (m.mixed.on() && m.params_memory.size() == m.num_parameters)
+        bf16_round(m.mixed.weights, m.params_memory.data(), m.num_parameters);
+}
+
 // Declared in memory_check.h, which compares it with the memory there is.
 size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T) {
     ActivationTensors<float> acts;

@@ -20,6 +20,7 @@
 
 #include "lib/core/profile.h"
 #include "lib/core/tensor.h"
+#include "lib/kernels/bf16.h"
 #include "lib/model/config.h"
 
 namespace hg {
@@ -140,6 +141,29 @@ struct BackwardScratch {
     real* dlogits;    // (N, V)
 };
 
+// Mixed precision (dtype bfloat16, float models only; gpt_use_bf16): the bf16 numbers the
+// products read. The float weights, gradients, activations and scratch above stay as they are;
+// these are extra, allocated only when bf16 is on. Each linear layer's input is rounded once in
+// the forward and kept, because the backward's dW = doutᵀ·inp reads it again.
+struct Bf16Block {
+    bf16* ln_1;    // (N, C)  c_attn's input
+    bf16* atty;    // (N, C)  attn.c_proj's
+    bf16* ln_2;    // (N, C)  mlp.c_fc's
+    bf16* fc_act;  // (N, M)  mlp.c_proj's
+};
+struct Bf16Copies {
+    Arena<bf16> weights_memory;     // the model's own copy; a replica views its model's
+    Arena<bf16> acts_memory;
+    bf16* weights = nullptr;        // (P) every parameter rounded, at its offset in the parameter arena;
+                                    // kept fresh by the optimizer's pass (lib/optim/adamw.h)
+    const float* params = nullptr;  // the float arena those offsets count from
+    std::vector<Bf16Block> h;
+    bf16* ln_f = nullptr;           // (N, C)  lm_head's input
+    bf16* dout = nullptr;           // (N, widest linear output) the backward's rounded dout, reused
+    bool on() const { return weights != nullptr; }
+    const bf16* copy_of(const float* w) const { return weights + (w - params); }
+};
+
 template <typename real>
 struct GPT {
     GPTConfig config;
@@ -160,6 +184,7 @@ struct GPT {
     uint64_t dropout_key = 0;
     double loss = 0;
     Profile* profile = nullptr;         // when set, each layer's time is charged to it (build/bench)
+    Bf16Copies mixed;                   // empty unless gpt_use_bf16 (dtype bfloat16)
 };
 
 // Allocates every arena for batches up to (max_B, max_T): nothing is allocated after this.
@@ -169,6 +194,14 @@ struct GPT {
 template <typename real>
 void gpt_build(GPT<real>& model, const GPTConfig& config, int max_B, int max_T,
                const GPT<real>* share_params_of = nullptr);
+// Turns on mixed precision for a float model built by gpt_build: allocates the bf16 copies
+// (Bf16Copies; a replica views share_params_of's weight copy) and rounds the weights into it.
+// From then on the linear layers' products take bf16 inputs and the optimizer refreshes the copy.
+void gpt_use_bf16(GPT<float>& model, const GPT<float>* share_params_of = nullptr);
+// Rounds every weight into the bf16 copy again, after code other than the optimizer wrote the
+// float weights (gpt_init, a checkpoint's weights); nothing when bf16 is off.
+void gpt_round_weights(GPT<float>& model);
+
 // Draws the initial weights from config.init with a generator seeded by `seed`. hg::Error for
 // a replica (it would write into another model's weights).
 template <typename real>

@@ -1,6 +1,7 @@
 // gpt_passes.cpp — the forward and backward passes (see gpt.h); the tensor table, the arenas
 // and the initialisation are in gpt.cpp.
 #include <cstring>
+#include <type_traits>
 
 #include "lib/core/rng.h"
 #include "lib/layers/layers.h"
@@ -47,6 +48,43 @@ static const real* dropout_at_site_backward(const GPT<real>& m, real* ddrop, con
     return ddrop;
 }
 
+// A linear layer at the model's precision. Float and double models run linear_forward /
+// linear_backward (the float fast path and the double twin); a float model with bf16 on runs the
+// same layer with bf16 products (lib/layers/linear.h): inp16 is where this layer's input is
+// rounded in the forward and read again by its backward. Everything between the products —
+// norms, attention's scores and softmax, GELU, the residual stream, the loss — stays float:
+//   the residual stream  each block adds a small update to it; at bf16's 2⁻⁸ an update under
+//                        1/256 of the stream would be lost whole;
+//   norms' statistics    a mean and a variance are sums of C numbers: rounded inputs would not
+//                        cost much, but these are memory-bound passes that gain nothing from bf16;
+//   attention            its products stay float (the fused kernels of attention_kernels.h, a
+//                        head kept in L1, ~10 % of a step). Its scores must reach the softmax in
+//                        float: e^(s+δ) = e^s·(1 + δ + …), so an absolute error δ in a score is a
+//                        relative error δ in its probability, and bf16 scores of size |s| ≈ 8 would
+//                        carry δ ≈ 2⁻⁸·8 = 3 % — a sharp head's attention would move visibly;
+//   the loss             logits leave lm_head's product in float; log-softmax of V numbers
+//                        subtracts near-equal ones (logit − logsumexp), which bf16 would ruin.
+template <typename real>
+static void linear_fwd(const GPT<real>& m, real* out, const real* inp, bf16* inp16, const real* w, const real* b,
+                       int N, int C, int OC) {
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on()) return linear_forward_bf16(out, inp, inp16, m.mixed.copy_of(w), b, N, C, OC);
+    linear_forward(out, inp, w, b, N, C, OC);
+}
+template <typename real>
+static void linear_bwd(const GPT<real>& m, real* dinp, real* dw, real* db, const real* dout, const real* inp,
+                       const bf16* inp16, const real* w, int N, int C, int OC) {
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on())
+            return linear_backward_bf16(dinp, dw, db, dout, m.mixed.dout, inp16, m.mixed.copy_of(w), N, C, OC);
+    linear_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+}
+// This block's bf16 copy of an input, or null when bf16 is off.
+template <typename real>
+static bf16* copy16(const GPT<real>& m, int layer, bf16* Bf16Block::*field) {
+    return m.mixed.on() ? m.mixed.h[layer].*field : nullptr;
+}
+
 // The attention scores are q·k/√hs with or without QK-norm. With it, every head of q and k has
 // unit RMS, so |q·k| ≤ hs and each score lies in [-√hs, √hs] (lib/layers/qknorm.h).
 template <typename real>
@@ -79,26 +117,26 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
         const Dropout drop = dropout_at(m, l, kAttention);
         // x += attn(norm_1(x)): the branch's output goes straight into res_2, then x is added to it
         timed(Work::LayerNorm, [&] { norm_forward(c, s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C); });
-        timed(Work::Matmul, [&] { linear_forward(s.qkv, s.ln_1, w.attn_w, w.attn_b, N, C, 3 * C); });  // (N, 3C)
+        timed(Work::Matmul, [&] { linear_fwd(m, s.qkv, s.ln_1, copy16(m, l, &Bf16Block::ln_1), w.attn_w, w.attn_b, N, C, 3 * C); });  // (N, 3C)
         if (rope) timed(Work::Attention, [&] { rope_forward(s.qkv, a.rope_cos, a.rope_sin, B, T, C, NH); });
         if (c.qk_norm) timed(Work::Attention, [&] { qknorm_forward(s.qkv, s.qk_rstd, B, T, C, NH); });
         timed(Work::Attention, [&] { attention_forward(s.atty, s.att, datt, s.qkv, B, T, C, NH, drop); });
-        timed(Work::Matmul, [&] { linear_forward(s.res_2, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C); });
+        timed(Work::Matmul, [&] { linear_fwd(m, s.res_2, s.atty, copy16(m, l, &Bf16Block::atty), w.attn_proj_w, w.attn_proj_b, N, C, C); });
         timed(Work::Dropout, [&] { dropout_at_site(m, s.res_2, NC, l, kAttnResidual); });
         timed(Work::Residual, [&] { residual_forward(s.res_2, x, s.res_2, NC); });
         // x += mlp(norm_2(x)), the same way into res_3
         timed(Work::LayerNorm, [&] { norm_forward(c, s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b,
                                                   N, C); });
-        timed(Work::Matmul, [&] { linear_forward(s.fc, s.ln_2, w.fc_w, w.fc_b, N, C, F); });  // (N, F)
+        timed(Work::Matmul, [&] { linear_fwd(m, s.fc, s.ln_2, copy16(m, l, &Bf16Block::ln_2), w.fc_w, w.fc_b, N, C, F); });  // (N, F)
         timed(Work::Gelu, [&] { mlp_activation_forward(c, s.fc_act, s.fc, N); });           // (N, M)
-        timed(Work::Matmul, [&] { linear_forward(s.res_3, s.fc_act, w.mlp_proj_w, w.mlp_proj_b, N, M, C); });
+        timed(Work::Matmul, [&] { linear_fwd(m, s.res_3, s.fc_act, copy16(m, l, &Bf16Block::fc_act), w.mlp_proj_w, w.mlp_proj_b, N, M, C); });
         timed(Work::Dropout, [&] { dropout_at_site(m, s.res_3, NC, l, kMlpResidual); });
         timed(Work::Residual, [&] { residual_forward(s.res_3, s.res_2, s.res_3, NC); });
         x = s.res_3;
     }
     timed(Work::LayerNorm, [&] { norm_forward(c, a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C); });
     const real* no_bias = nullptr;
-    timed(Work::Matmul, [&] { linear_forward(a.logits, a.ln_f, p.lm_head, no_bias, N, C, V); });  // (N, V)
+    timed(Work::Matmul, [&] { linear_fwd(m, a.logits, a.ln_f, m.mixed.ln_f, p.lm_head, no_bias, N, C, V); });  // (N, V)
     if (softcap)
         timed(Work::CrossEntropy, [&] { softcap_forward(a.logits, a.logits, N * V, real(c.logit_softcap)); });
     if (!targets) return m.loss = 0.0;
@@ -143,7 +181,7 @@ void gpt_backward(GPT<real>& m, real dloss) {
     // sum of both paths. g.lm_head is g.wte then (one buffer, gpt_build), so this line adds the
     // unembedding's dlogitsᵀ · ln_f (V, C) into dwte, and encoder_backward at the end adds the
     // embedding's scatter on top: the += of every backward is the whole of the accumulation.
-    timed(Work::Matmul, [&] { linear_backward(d.dln, g.lm_head, no_bias, d.dlogits, a.ln_f, p.lm_head, N, C, V); });
+    timed(Work::Matmul, [&] { linear_bwd(m, d.dln, g.lm_head, no_bias, d.dlogits, a.ln_f, m.mixed.ln_f, p.lm_head, N, C, V); });
     std::memset(dx, 0, NC * sizeof(real));  // the one buffer a backward adds into (the norms' dinp)
     timed(Work::LayerNorm, [&] { norm_backward(c, dx, g.ln_f_w, g.ln_f_b, d.dln, x_last, p.ln_f_w, a.ln_f_mean,
                                                a.ln_f_rstd, N, C); });
@@ -160,10 +198,10 @@ void gpt_backward(GPT<real>& m, real dloss) {
         // mlp_proj = dropout(fc_act · Wᵀ + b);  fc_act = act(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = norm(res_2)
         const real* dmlp =
             timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, l, kMlpResidual); });
-        timed(Work::Matmul, [&] { linear_backward(d.dfc_act, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_act,
-                                                  w.mlp_proj_w, N, M, C); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.dfc_act, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_act,
+                                             copy16(m, l, &Bf16Block::fc_act), w.mlp_proj_w, N, M, C); });
         timed(Work::Gelu, [&] { mlp_activation_backward(c, d.dfc, s.fc, d.dfc_act, N); });
-        timed(Work::Matmul, [&] { linear_backward(d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, w.fc_w, N, C, F); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, copy16(m, l, &Bf16Block::ln_2), w.fc_w, N, C, F); });
         timed(Work::LayerNorm, [&] { norm_backward(c, dx, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w,
                                                    s.ln_2_mean, s.ln_2_rstd, N, C); });
         // res_2 = x + attn_proj: the same again. dx is d attn_proj for the attention branch,
@@ -172,12 +210,12 @@ void gpt_backward(GPT<real>& m, real dloss) {
         // ln_1 = norm(x)
         const real* dattn =
             timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, l, kAttnResidual); });
-        timed(Work::Matmul, [&] { linear_backward(d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty,
-                                                  w.attn_proj_w, N, C, C); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty,
+                                             copy16(m, l, &Bf16Block::atty), w.attn_proj_w, N, C, C); });
         timed(Work::Attention, [&] { attention_backward(d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, C, NH, drop); });
         if (c.qk_norm) timed(Work::Attention, [&] { qknorm_backward(d.dqkv, s.qkv, s.qk_rstd, B, T, C, NH); });
         if (rope) timed(Work::Attention, [&] { rope_backward(d.dqkv, a.rope_cos, a.rope_sin, B, T, C, NH); });
-        timed(Work::Matmul, [&] { linear_backward(d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, w.attn_w, N, C, 3 * C); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, copy16(m, l, &Bf16Block::ln_1), w.attn_w, N, C, 3 * C); });
         timed(Work::LayerNorm, [&] { norm_backward(c, dx, gw.ln_1_w, gw.ln_1_b, d.dln, x, w.ln_1_w, s.ln_1_mean,
                                                    s.ln_1_rstd, N, C); });
     }

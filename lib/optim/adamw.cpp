@@ -22,7 +22,7 @@ constexpr size_t kChunk = size_t(1) << 14;
 
 void adamw_step(float* params, const float* grads, float* m, float* v,
                 const std::vector<ParamSpan>& spans, float lr, const AdamWConfig& cfg, int step,
-                float grad_scale) {
+                float grad_scale, bf16* params16) {
     check(step >= 1, "the AdamW step count is 1-based, got {}", step);
     // 1 − β^t in double (PyTorch: in Python floats), rounded once for the kernel.
     const float bc1 = float(1.0 - std::pow(double(cfg.beta1), step));
@@ -32,7 +32,8 @@ void adamw_step(float* params, const float* grads, float* m, float* v,
         for_pieces(s.size, kChunk, 1, [&](size_t i0, size_t n) {
             const size_t begin = s.offset + i0;
             adamw_update(params + begin, grads + begin, m + begin, v + begin, n, lr, cfg.beta1,
-                         cfg.beta2, cfg.eps, wd, bc1, bc2, grad_scale);
+                         cfg.beta2, cfg.eps, wd, bc1, bc2, grad_scale,
+                         params16 ? params16 + begin : nullptr);
         });
     }
 }

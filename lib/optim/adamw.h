@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "lib/kernels/bf16.h"
+
 namespace hg {
 
 struct AdamWConfig {
@@ -60,7 +62,8 @@ void adamw_step(float* params,       // (P) updated in place
                 float* m,            // (P) first moments, updated in place (start at 0)
                 float* v,            // (P) second moments, updated in place (start at 0)
                 const std::vector<ParamSpan>& spans, float lr, const AdamWConfig& cfg,
-                int step /* 1-based */, float grad_scale = 1.0f);
+                int step /* 1-based */, float grad_scale = 1.0f,
+                bf16* params16 = nullptr);  // (P) or null: the weights' bf16 copies, refreshed in this pass
 
 // sqrt(Σ g_i²), accumulated in double in a fixed order: the array is cut into chunks whose
 // boundaries depend only on n, each chunk summed in index order, and the chunk sums added in

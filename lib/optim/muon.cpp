@@ -152,7 +152,7 @@ void Muon<real>::build(const std::vector<MuonMatrix>& m) {
 
 template <typename real>
 void Muon<real>::step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
-                      const NsCoefficients& k, double grad_scale) {
+                      const NsCoefficients& k, double grad_scale, bf16* params16) {
     const real r_mu = real(mu), scale = real(grad_scale);
     const real keep = real(1.0 - lr * weight_decay);
     for (const MuonMatrix& w : matrices) {
@@ -176,6 +176,7 @@ void Muon<real>::step(real* params, const real* grads, real* momentum, double lr
             for (int c = 0; c < cols; c++) {
                 const size_t i = size_t(r) * cols + c;
                 p[i] = p[i] * keep - step * x[flip ? size_t(c) * rows + r : i];
+                if (params16) params16[w.offset + i] = bf16_from_float(float(p[i]));  // the bf16 copy, in this pass
             }
     }
 }

@@ -118,8 +118,9 @@ struct Muon {
     // Muon matrix is a 2-D weight, so every one decays (by lr·weight_decay, as AdamW's).
     // grad_scale multiplies each gradient as it is read: clip_scale's factor, as for AdamW
     // (lib/optim/adamw.h), so the gradient arena itself is never rescaled.
+    // params16 (P) or null: the weights' bf16 copies, written as each weight is (lib/kernels/adamw.h).
     void step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
-              const NsCoefficients& k = {}, double grad_scale = 1);
+              const NsCoefficients& k = {}, double grad_scale = 1, bf16* params16 = nullptr);
 };
 
 }  // namespace hg

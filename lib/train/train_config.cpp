@@ -7,10 +7,15 @@
 
 #include "lib/checkpoint/json_get.h"
 #include "lib/core/errors.h"
+#include "lib/core/named.h"
 
 namespace hg {
 
 using json = nlohmann::json;
+
+static const Named<DType> kDTypes[] = {{DType::Float32, "float32"}, {DType::BFloat16, "bfloat16"}};
+DType parse_dtype(const std::string& s) { return value_named(kDTypes, s, "dtype"); }
+std::string to_string(DType d) { return name_of(kDTypes, d); }
 
 void TrainConfig::validate() const {
     check(batch_size >= 1, "batch_size must be positive (got {})", batch_size);
@@ -73,7 +78,7 @@ std::string train_config_to_json(const TrainConfig& c, const std::string& extra)
                   {"eps", c.adamw.eps}, {"weight_decay", c.adamw.weight_decay}, {"grad_clip", c.grad_clip},
                   {"optimizer", to_string(c.optimizer)}, {"muon_lr", c.muon.lr}, {"muon_momentum", c.muon.momentum},
                   {"muon_momentum_warmup", c.muon.momentum_warmup},
-                  {"seed", c.seed}, {"time_budget", c.time_budget}});
+                  {"seed", c.seed}, {"time_budget", c.time_budget}, {"dtype", to_string(c.dtype)}});
     return j.dump();
 }
 
@@ -107,6 +112,10 @@ TrainConfig train_config_from_json(const std::string& text, TrainConfig c) {
     }
     get("muon_lr", c.muon.lr), get("muon_momentum", c.muon.momentum);
     get("muon_momentum_warmup", c.muon.momentum_warmup);
+    if (j.contains("dtype")) {
+        get("dtype", text_value);
+        c.dtype = parse_dtype(text_value);
+    }
     return c;
 }
 

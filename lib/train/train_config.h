@@ -11,6 +11,13 @@
 
 namespace hg {
 
+// The number type of the products (lib/model/gpt.h, Bf16Copies): float32 everywhere, or bfloat16
+// mixed precision — bf16 inputs to every linear layer's products, float for everything else.
+// Never chosen automatically: float32 unless asked for.
+enum class DType { Float32, BFloat16 };
+DType parse_dtype(const std::string& s);  // "float32" | "bfloat16"; hg::Error otherwise
+std::string to_string(DType d);
+
 struct TrainConfig {
     int batch_size = 12;
     int batch_threads = 1;  // R: threads that each take batch_size / R rows with a replica of the model (trainer.h)
@@ -26,6 +33,7 @@ struct TrainConfig {
     double grad_clip = 1.0;  // 0 disables
     uint64_t seed = 1337;
     double time_budget = 0;  // seconds of training (evaluation excluded); 0: train max_iters
+    DType dtype = DType::Float32;
     void validate() const;   // throws hg::Error naming the bad value
 };
 

@@ -53,6 +53,10 @@ void Trainer::allocate(const GPTConfig& config) {
     replicas.clear();
     replicas.resize(cfg.batch_threads - 1);
     for (GPT<float>& replica : replicas) gpt_build(replica, config, rows, config.block_size, &model);
+    if (cfg.dtype == DType::BFloat16) {  // the bf16 copies, only then (a float run's memory is as before)
+        gpt_use_bf16(model);
+        for (GPT<float>& replica : replicas) gpt_use_bf16(replica, &model);
+    }
     thread_loss.assign(cfg.batch_threads, 0.0);
     m.allocate(model.num_parameters);
     v.allocate(model.num_parameters);
@@ -69,6 +73,7 @@ void Trainer::start(const GPTConfig& config, const TrainConfig& train, std::vect
     check_vocabulary(tokenizer, vocab_, config.vocab_size);
     allocate(config);
     gpt_init(model, cfg.seed);
+    gpt_round_weights(model);
     vocab = std::move(vocab_);
     train_ids = &train_ids_, val_ids = &val_ids_;
     batch_rng = Rng(mix64(cfg.seed ^ 0x62617463ULL));  // "batc": its own stream
@@ -80,6 +85,7 @@ void Trainer::start_from(const Checkpoint& ck, const GPTConfig& config, const Tr
     tokenizer = ck.tokenizer;
     start(config, train, ck.vocab, train_ids_, val_ids_);
     ck.read_weights_cropped(model);
+    gpt_round_weights(model);  // a checkpoint holds float weights; bf16 copies are made from them
 }
 
 void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids_,
@@ -88,6 +94,7 @@ void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::
     cfg = train;
     allocate(ck.config);
     ck.read_weights(model);
+    gpt_round_weights(model);  // float weights in either dtype: the copies follow from them, so resume is exact
     ck.read_optimizer(model, m.data(), v.data());
     const OptimizerKind saved = train_config_from_json(ck.progress.train_config).optimizer;  // absent: adamw
     check(saved == cfg.optimizer, "the checkpoint was trained with --optimizer={} and this run asks for {}: "
@@ -155,11 +162,13 @@ StepResult Trainer::step() {
     const float scale = clip_scale(r.grad_norm, cfg.grad_clip);
     r.lr = lr_at(cfg.schedule, progress.iter_num);
     progress.adam_step += 1;
+    // With bf16 on, the optimizers write each weight's bf16 copy as they update it (null: off).
+    bf16* copies = model.mixed.weights;
     adamw_step(model.params_memory.data(), model.grads_memory.data(), m.data(), v.data(), spans, float(r.lr),
-               cfg.adamw, progress.adam_step, scale);
+               cfg.adamw, progress.adam_step, scale, copies);
     if (!muon.matrices.empty())
         muon.step(model.params_memory.data(), model.grads_memory.data(), m.data(), muon_lr_at(r.lr),
-                  cfg.adamw.weight_decay, muon_momentum_at(cfg.muon, progress.iter_num), {}, scale);
+                  cfg.adamw.weight_decay, muon_momentum_at(cfg.muon, progress.iter_num), {}, scale, copies);
     if (model.profile) model.profile->tick(Work::AdamW, true);
     progress.iter_num += 1;
     progress.rng_batch = batch_rng.state;
@@ -198,6 +207,7 @@ BudgetPlan Trainer::plan_time_budget() {
     std::copy(params.begin(), params.end(), model.params_memory.data());
     std::copy(m0.begin(), m0.end(), m.data());
     std::copy(v0.begin(), v0.end(), v.data());
+    gpt_round_weights(model);
     progress = progress0, batch_rng = rng0, comm_seconds = comm0;
     gpt_zero_grad(model);
 

@@ -1,0 +1,46 @@
+// bf16.cpp — Highway implementations of bf16_round and bf16_widen (bf16.h), compiled for every
+// target by foreach_target.h. Integer operations only, so every target gives the twin's bits.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "lib/kernels/bf16.cpp"
+#include <hwy/foreach_target.h>  // re-includes this file once per target
+#include <hwy/highway.h>
+
+#include "lib/kernels/bf16.h"
+#include "lib/kernels/bf16-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace hg::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void Bf16Round(bf16* out, const float* in, size_t n) {
+    const hn::ScalableTag<float> df;
+    const size_t L = hn::Lanes(df);
+    size_t i = 0;
+    for (; i + L <= n; i += L) StoreBf16(df, hn::LoadU(df, in + i), out + i);
+    for (; i < n; i++) out[i] = bf16_from_float(in[i]);  // scalar tail (simd.h): the twin
+}
+
+void Bf16Widen(float* out, const bf16* in, size_t n) {
+    const hn::ScalableTag<float> df;
+    const hn::RebindToUnsigned<decltype(df)> du;
+    const hn::Rebind<uint16_t, decltype(du)> d16;
+    const size_t L = hn::Lanes(df);
+    size_t i = 0;
+    for (; i + L <= n; i += L)
+        hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, in + i)))), df, out + i);
+    for (; i < n; i++) out[i] = bf16_to_float(in[i]);
+}
+
+}  // namespace hg::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hg {
+HWY_EXPORT(Bf16Round);
+HWY_EXPORT(Bf16Widen);
+
+void bf16_round(bf16* out, const float* in, size_t n) { HWY_DYNAMIC_DISPATCH(Bf16Round)(out, in, n); }
+void bf16_widen(float* out, const bf16* in, size_t n) { HWY_DYNAMIC_DISPATCH(Bf16Widen)(out, in, n); }
+
+}  // namespace hg
+#endif

@@ -1,0 +1,44 @@
+// matmul_bf16.h — the three products of matmul.h with bf16 inputs and a float output.
+//
+//   matmul_bf16_nt:  c(M,N) = alpha * a(M,K) · b(N,K)ᵀ + beta * c
+//   matmul_bf16_nn:  c(M,N) = alpha * a(M,K) · b(K,N)   + beta * c
+//   matmul_bf16_tn:  c(M,N) = alpha * a(K,M)ᵀ · b(K,N)  + beta * c
+//
+// Row-major, leading dimensions in elements, beta 0 (overwrite) or 1 (add into c), as in
+// matmul.h. Every product of two bf16 numbers is exact in float (8 + 8 significant bits fit in
+// 24), and the sums run in float: the only precision dropped is the rounding of the inputs,
+// which the caller did (bf16_round). c stays float, so β = 1 adds into a float gradient.
+//
+// Two ways to run them, picked once per process (matmul_bf16_backend):
+//   onednn  oneDNN's matmul primitive with bf16 source and weights and a float destination,
+//           when the build has oneDNN (HANDGRAD_ONEDNN) and the CPU has the AVX512_BF16
+//           dot-product instructions. One primitive per shape, threads and thread slot, made
+//           on first use and kept (the first training step makes them all).
+//   widen   everywhere else: the bf16 inputs widened back to float (exactly) and the float
+//           products of matmul.h run on them. The same numbers up to the order of the float
+//           sums, at the speed of the float path plus the widening: bf16 then changes the
+//           results, never the speed.
+#pragma once
+#include <string>
+
+#include "lib/kernels/bf16.h"
+
+namespace hg {
+
+void matmul_bf16_nt(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
+                    float alpha, float beta);
+void matmul_bf16_nn(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
+                    float alpha, float beta);
+void matmul_bf16_tn(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
+                    float alpha, float beta);
+
+enum class Bf16Backend { OneDNN, Widen };
+// Which one runs, and why, in words for a run's header line.
+Bf16Backend matmul_bf16_backend();
+std::string matmul_bf16_describe();
+// Tests: run the widening path even where oneDNN could run (false: back to the choice above).
+void matmul_bf16_force_widen(bool on);
+// Does this CPU have bf16 dot products (AVX512_BF16 or AMX-BF16)?
+bool cpu_has_bf16_dot();
+
+}  // namespace hg

@@ -1,0 +1,158 @@
+// test_bf16.cpp — bf16 rounding (the Highway kernel and its scalar twin on every SIMD target,
+// at the cases that break a careless rounding) and the bf16 products against float and double.
+#include <catch2/catch.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "lib/core/rng.h"
+#include "lib/kernels/bf16.h"
+#include "lib/kernels/matmul_bf16.h"
+#include "lib/kernels/simd.h"
+
+using namespace hg;
+
+static float from_bits(uint32_t b) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+TEST_CASE("bf16 rounding: ties to even, subnormals, overflow, infinities, NaN", "[bf16]") {
+    struct Case {
+        uint32_t in;
+        uint16_t out;
+    };
+    const Case cases[] = {
+        {0x3F800000, 0x3F80},  // 1 exactly
+        {0x3F808000, 0x3F80},  // tie, kept part even: stays
+        {0x3F818000, 0x3F82},  // tie, kept part odd: up to even
+        {0x3F807FFF, 0x3F80},  // just under the tie: down
+        {0x3F808001, 0x3F81},  // just over: up
+        {0xBF818000, 0xBF82},  // negative tie goes away from zero to even too
+        {0x3F7FFFFF, 0x3F80},  // the carry runs into the exponent: 1 − 2⁻²⁴ → 1
+        {0x00000000, 0x0000},  // +0
+        {0x80000000, 0x8000},  // −0
+        {0x00000001, 0x0000},  // the smallest subnormal rounds to 0
+        {0x00008000, 0x0000},  // subnormal tie, even: down
+        {0x00018000, 0x0002},  // subnormal tie, odd: up
+        {0x00008001, 0x0001},  // subnormal over the tie: the smallest bf16 subnormal
+        {0x807FFFFF, 0x8080},  // the largest subnormal rounds up to the smallest normal
+        {0x7F7F7FFF, 0x7F7F},  // the largest bf16 stays finite just below its tie
+        {0x7F7F8000, 0x7F80},  // the tie above bf16's largest (odd) rounds to +inf
+        {0x7F7FFFFF, 0x7F80},  // float's largest: +inf
+        {0xFF7FFFFF, 0xFF80},  // and −inf
+        {0x7F800000, 0x7F80},  // +inf
+        {0xFF800000, 0xFF80},  // −inf
+        {0x7FC00000, 0x7FC0},  // quiet NaN
+        {0x7F800001, 0x7FC0},  // signalling NaN with its payload in the dropped half: stays NaN, quiet
+        {0xFFFFFFFF, 0xFFFF},  // NaN with every bit set: must not carry into inf or wrap
+        {0x7FBF0000, 0x7FFF},  // signalling NaN with a payload in the kept half: payload kept, quiet
+    };
+    for (const Case& c : cases) {
+        INFO("in 0x" << std::hex << c.in);
+        CHECK(bf16_from_float(from_bits(c.in)) == c.out);
+    }
+    // The kernel on every target against the twin: the cases above, then many random bit
+    // patterns (every class of float), at lengths that leave every tail length.
+    std::vector<float> in;
+    for (const Case& c : cases) in.push_back(from_bits(c.in));
+    Rng rng(7);
+    for (int i = 0; i < 5000; i++) in.push_back(from_bits(uint32_t(rng.next_u64())));
+    for (int i = 0; i < 1000; i++) in.push_back(float(rng.normal()));
+    for (const SimdTarget& t : simd_targets()) {
+        simd_force_target(t.bits);
+        INFO("target " << t.name);
+        for (size_t n : {in.size(), size_t(1), size_t(17), size_t(33)}) {
+            std::vector<bf16> out(n, 0x1234);
+            bf16_round(out.data(), in.data(), n);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++) bad += out[i] != bf16_from_float(in[i]);
+            CHECK(bad == 0);
+            std::vector<float> back(n);
+            bf16_widen(back.data(), out.data(), n);
+            for (size_t i = 0; i < n; i++) bad += float_bits(back[i]) != uint32_t(out[i]) << 16;
+            CHECK(bad == 0);
+        }
+    }
+    simd_force_target(0);
+}
+
+TEST_CASE("bf16 rounding is to nearest: the error is at most half a bf16 ulp, u = 2^-8 relative", "[bf16]") {
+    Rng rng(3);
+    for (int i = 0; i < 100000; i++) {
+        const float x = float(rng.normal() * std::exp(10 * rng.normal()));
+        if (!std::isfinite(x) || std::fabs(x) < FLT_MIN) continue;
+        const double r = bf16_to_float(bf16_from_float(x));
+        REQUIRE(std::fabs(r - x) <= std::ldexp(std::fabs(double(x)), -8));
+    }
+}
+
+// The three products with bf16 inputs against the double products of the float inputs. Every
+// entry is Σ_k a·b over K terms; rounding each input (relative error ≤ u = 2⁻⁸) changes each
+// term by at most (2u + u²)·|a·b|, and the float sum adds at most K·ε·Σ|a·b| (ε = 2⁻²⁴ with
+// ties, a generous γ_K). So |c − c_exact| ≤ ((2u + u²) + K·ε)·Σ_k |a·b|, checked per entry,
+// and against the double product of the rounded inputs only the float sum's K·ε·Σ|a·b|.
+namespace {
+struct Operands {
+    int M, N, K, lda, ldb, ldc;
+    std::vector<float> a, b;
+    std::vector<bf16> a16, b16;
+};
+}  // namespace
+
+static void check_product(char kind, int M, int N, int K, float beta) {
+    const bool at = kind == 't', bt = kind == 'T';
+    const int a_rows = at ? K : M, a_cols = at ? M : K, b_rows = bt ? N : K, b_cols = bt ? K : N;
+    const int lda = a_cols + 3, ldb = b_cols + 5, ldc = N + 2;  // slices, as attention's heads
+    Rng rng(uint64_t(M * 131 + N * 7 + K));
+    std::vector<float> a(size_t(a_rows) * lda), b(size_t(b_rows) * ldb), c0(size_t(M) * ldc);
+    for (float& x : a) x = float(rng.normal());
+    for (float& x : b) x = float(rng.normal());
+    for (float& x : c0) x = float(rng.normal());
+    std::vector<bf16> a16(a.size()), b16(b.size());
+    bf16_round(a16.data(), a.data(), a.size());
+    bf16_round(b16.data(), b.data(), b.size());
+    auto A = [&](int m, int k) { return at ? size_t(k) * lda + m : size_t(m) * lda + k; };
+    auto B = [&](int k, int n) { return bt ? size_t(n) * ldb + k : size_t(k) * ldb + n; };
+    std::vector<float> c = c0;
+    if (kind == 'T') matmul_bf16_nt(c.data(), a16.data(), b16.data(), M, N, K, lda, ldb, ldc, 1.0f, beta);
+    if (kind == 'N') matmul_bf16_nn(c.data(), a16.data(), b16.data(), M, N, K, lda, ldb, ldc, 1.0f, beta);
+    if (kind == 't') matmul_bf16_tn(c.data(), a16.data(), b16.data(), M, N, K, lda, ldb, ldc, 1.0f, beta);
+    const double u = std::ldexp(1.0, -8), eps = std::ldexp(1.0, -24);
+    double worst_exact = 0, worst_rounded = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double exact = beta * c0[size_t(m) * ldc + n], rounded = exact, mag = std::fabs(exact);
+            for (int k = 0; k < K; k++) {
+                exact += double(a[A(m, k)]) * b[B(k, n)];
+                rounded += double(bf16_to_float(a16[A(m, k)])) * bf16_to_float(b16[B(k, n)]);
+                mag += std::fabs(double(a[A(m, k)]) * b[B(k, n)]);
+            }
+            const double got = c[size_t(m) * ldc + n];
+            worst_exact = std::max(worst_exact, std::fabs(got - exact) / (((2 * u + u * u) + K * eps) * mag));
+            worst_rounded = std::max(worst_rounded, std::fabs(got - rounded) / ((K + 1) * eps * 1.01 * mag));
+        }
+    INFO("kind " << kind << " M " << M << " N " << N << " K " << K << " beta " << beta << ": " << worst_exact
+                 << " and " << worst_rounded << " of the bounds");
+    CHECK(worst_exact <= 1.0);
+    CHECK(worst_rounded <= 1.0);
+    // ldc's padding columns are never written
+    for (int m = 0; m < M; m++)
+        for (int n = N; n < ldc; n++) CHECK(c[size_t(m) * ldc + n] == c0[size_t(m) * ldc + n]);
+}
+
+TEST_CASE("bf16 products: within the bound of bf16's unit roundoff and K, float sums, beta 0 and 1", "[bf16]") {
+    INFO(matmul_bf16_describe());
+    for (bool widen : {false, true}) {
+        matmul_bf16_force_widen(widen);
+        for (char kind : {'T', 'N', 't'})
+            for (float beta : {0.0f, 1.0f}) {
+                check_product(kind, 37, 29, 300, beta);
+                check_product(kind, 64, 96, 128, beta);
+            }
+    }
+    matmul_bf16_force_widen(false);
+}
