@@ -199,10 +199,10 @@ static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const
     if (f.init_from == "scratch") {
         d.config = model.config();
         const std::string name = !f.tokenizer.name.empty() ? f.tokenizer.name : d.files ? d.files->tokenizer.name : "char";
+        if (d.files) check_same_tokenizer(*d.files, name, d.files->tokenizer.vocab, "--tokenizer=" + name);
         d.tok = make_tokenizer(name, name != "char" ? std::vector<std::string>{}
                                      : d.files ? d.files->tokenizer.vocab : Tokenizer::from_text(text).vocab,
                                f.tokenizer.gpt2_dir);
-        if (d.files) check_same_tokenizer(*d.files, name, d.files->tokenizer.vocab, "--tokenizer=" + name);
         if (model.o_vocab->count())
             check(d.config.vocab_size == d.tok->size(), "--vocab_size={} but the {} tokenizer has {} tokens{}",
                   d.config.vocab_size, name, d.tok->size(), name == "char" ? " (the distinct characters of " + f.data + ")" : "");

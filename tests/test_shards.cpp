@@ -193,7 +193,7 @@ TEST_CASE("token data: flawed sets are refused in one line naming the file", "[d
     t[42] = 65;
     write_file(big / "d_val_000000.bin", shard_bytes(t));
     write_file(big / "tokenizer.json", char_vocab_json(65));
-    CHECK_THAT(open_error(big.string()), Catch::Contains("d_val_000000.bin: token 42") &&
+    CHECK_THAT(open_error(big.string()), Catch::Contains("d_val_000000.bin: the token at position 42") &&
                                              Catch::Contains("is 65, outside the tokenizer's 65 ids"));
     // above GPT-2's 50,257
     const fs::path big2 = dir("big2");
@@ -201,7 +201,7 @@ TEST_CASE("token data: flawed sets are refused in one line naming the file", "[d
     write_file(big2 / "d_val_000000.bin", shard_bytes(g));
     g[99] = 50257;
     write_file(big2 / "d_train_000000.bin", shard_bytes(g));
-    CHECK_THAT(open_error(big2.string()), Catch::Contains("d_train_000000.bin: token 99") && Catch::Contains("50257"));
+    CHECK_THAT(open_error(big2.string()), Catch::Contains("d_train_000000.bin: the token at position 99") && Catch::Contains("50257"));
 
     CHECK_THAT(open_error(dir("empty").string()), Catch::Contains("holds no token files"));
     CHECK_THAT(open_error((tmp.path / "empty" / "*.bin").string()), Catch::Contains("no file matches"));

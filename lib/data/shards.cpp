@@ -178,8 +178,7 @@ static TokenFiles open_files(const std::vector<std::string>& paths, bool raw, in
             size_t where = 0;
             for (size_t i = at; i < end; i++)
                 if (t.tokens[i] > max) max = t.tokens[i], where = i;
-            check(int(max) < V, "{}: token {} (the {}-th) is {}, outside the tokenizer's {} ids", p, where, where + 1,
-                  max, V);
+            check(int(max) < V, "{}: the token at position {} is {}, outside the tokenizer's {} ids", p, where, max, V);
             const uintptr_t b = uintptr_t(t.tokens + at) & ~uintptr_t(page - 1);
             madvise(reinterpret_cast<void*>(b), uintptr_t(t.tokens + end) - b, MADV_DONTNEED);
         }
