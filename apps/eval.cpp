@@ -4,6 +4,8 @@
 //   build/eval --ckpt=... --data=data/tinyshakespeare/input.txt --split=val
 //
 //   build/eval --ckpt=gpt2.safetensors --data=data/tinyshakespeare/input.txt   (its gpt2 tokenizer)
+//   build/eval --ckpt=... --data=DIR --split=val      (token files: build/prepare's shards, nanoGPT's .bin;
+//                                                      mapped, the same windows as over a text's split)
 //
 // The windows are lib/train/evaluate.h's: non-overlapping, each target scored once; the loss is their
 // mean in nats per token, and in bits per character (tokens of different tokenizers cover
@@ -14,10 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <optional>
 
 #include "apps/flags.h"
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/dataset.h"
+#include "lib/data/shards.h"
 #include "lib/model/memory_check.h"
 #include "lib/text/text_file.h"
 #include "lib/text/tokenizer_by_name.h"
@@ -33,7 +37,8 @@ int main(int argc, char** argv) {
     TokenizerFlags tokenizer;
     app.add_option("--ckpt", ckpt, "checkpoint file")->required();
     app.add_option("--text", text_path, "score this whole file");
-    app.add_option("--data", data_path, "score one split of this file (the 90/10 split of train)");
+    app.add_option("--data", data_path, "score one split of this file (the 90/10 split of train), or of token "
+                   "files (a directory or glob, as train's --data)");
     app.add_option("--split", split_name, "val | train, with --data")->capture_default_str();
     app.add_option("--batch_size", batch_size, "windows per forward pass")->capture_default_str();
     app.add_option("--threads", threads);
@@ -52,13 +57,22 @@ int main(int argc, char** argv) {
         openblas_set_num_threads(omp_get_max_threads());
         const Checkpoint ck = Checkpoint::load(ckpt);
         const auto tok = checkpoint_tokenizer(ck.tokenizer, ck.vocab, tokenizer.name, tokenizer.gpt2_dir);
-        const std::string text = read_text_file(text_path.empty() ? data_path : text_path);
-        std::vector<int> ids;
-        if (data_path.empty()) {
-            ids = tok->encode(text);
+        std::vector<int> text_ids;
+        std::optional<TokenData> files;
+        TokenView ids;
+        if (!data_path.empty() && is_token_data_path(data_path)) {
+            files.emplace(open_token_data(data_path, /*need_train=*/split_name == "train"));
+            check_same_tokenizer(*files, ck.tokenizer, ck.vocab, "the checkpoint's model");
+            ids = split_name == "val" ? files->val.view : files->train.view;
         } else {
-            Split s = split_text(text, *tok);
-            ids = split_name == "val" ? s.val : s.train;
+            const std::string text = read_text_file(text_path.empty() ? data_path : text_path);
+            if (data_path.empty()) {
+                text_ids = tok->encode(text);
+            } else {
+                Split s = split_text(text, *tok);
+                text_ids = split_name == "val" ? std::move(s.val) : std::move(s.train);
+            }
+            ids = text_ids;
         }
         check_memory_available(memory_need(ck.config, batch_size, ck.config.block_size, 1, 1));
         matmul.apply_forward(ck.config, batch_size, ck.config.block_size, omp_get_max_threads());

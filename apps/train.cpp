@@ -34,6 +34,7 @@
 #include "apps/flags.h"
 #include "lib/checkpoint/atomic_file.h"
 #include "lib/data/dataset.h"
+#include "lib/data/shards.h"
 #include "lib/kernels/matmul_bf16.h"
 #include "lib/kernels/simd.h"
 #include "lib/model/memory_check.h"
@@ -150,7 +151,8 @@ struct TrainFlags {
         tokenizer.add(app, "char from scratch, else the checkpoint's");
         app.add_option("--always_save_checkpoint", always_save_checkpoint,
                        "save at every eval, not only on a new best val loss")->capture_default_str();
-        app.add_option("--data", data, "a UTF-8 text file")->capture_default_str();
+        app.add_option("--data", data, "a UTF-8 text file; or token files, mapped: a directory of build/prepare's (llm.c's) "
+                       "shards or nanoGPT's train.bin/val.bin, or a glob of shards (docs/data.md)")->capture_default_str();
         matmul.add(app);
         app.add_option("--threads", threads,
                        "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
@@ -191,17 +193,22 @@ struct RunData {
     bool resume = false;  // ck is out_dir's, to resume; otherwise (if any) the weights to start from
     std::unique_ptr<TextTokenizer> tok;
     GPTConfig config;
-    Split split;
+    Split split;                     // a text's tokens, in memory
+    std::optional<TokenData> files;  // or token files, mapped (lib/data/shards.h)
+    TokenView train, val;            // the splits, either way
     std::vector<std::string> vocab;
 };
 
 static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const std::string& ckpt_path) {
-    const std::string text = read_text_file(f.data);
     RunData d;
+    if (is_token_data_path(f.data)) d.files.emplace(open_token_data(f.data));
+    const std::string text = d.files ? std::string() : read_text_file(f.data);
     if (f.init_from == "scratch") {
         d.config = model.config();
-        const std::string name = f.tokenizer.name.empty() ? "char" : f.tokenizer.name;
-        d.tok = make_tokenizer(name, name == "char" ? Tokenizer::from_text(text).vocab : std::vector<std::string>{},
+        const std::string name = !f.tokenizer.name.empty() ? f.tokenizer.name : d.files ? d.files->tokenizer.name : "char";
+        if (d.files) check_same_tokenizer(*d.files, name, d.files->tokenizer.vocab, "--tokenizer=" + name);
+        d.tok = make_tokenizer(name, name != "char" ? std::vector<std::string>{}
+                                     : d.files ? d.files->tokenizer.vocab : Tokenizer::from_text(text).vocab,
                                f.tokenizer.gpt2_dir);
         if (model.o_vocab->count())
             check(d.config.vocab_size == d.tok->size(), "--vocab_size={} but the {} tokenizer has {} tokens{}",
@@ -217,10 +224,17 @@ static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const
         d.config = d.resume ? d.ck->config : model.finetune_config(d.ck->config);
         d.tok = checkpoint_tokenizer(d.ck->tokenizer, d.ck->vocab, f.tokenizer.name, f.tokenizer.gpt2_dir);
     }
-    d.split = split_text(text, *d.tok);
     if (d.tok->name() == "char") d.vocab = dynamic_cast<const Tokenizer&>(*d.tok).vocab;
-    // Both splits must hold at least one window before any time is spent.
     const int T = d.config.block_size;
+    if (d.files) {
+        if (d.ck) check_same_tokenizer(*d.files, d.ck->tokenizer, d.ck->vocab, "the checkpoint's model");
+        check_windows(*d.files, T);
+        d.train = d.files->train.view, d.val = d.files->val.view;
+        return d;
+    }
+    d.split = split_text(text, *d.tok);
+    d.train = d.split.train, d.val = d.split.val;
+    // Both splits must hold at least one window before any time is spent.
     check(d.split.train.size() > size_t(T) && d.split.val.size() > size_t(T),
           "{}: the train/val splits have {} and {} tokens; block_size {} needs at least {} in each", f.data,
           d.split.train.size(), d.split.val.size(), T, T + 1);
@@ -235,9 +249,9 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
     fmt::print("model: {} parameters, L={} NH={} C={} block_size={} V={} ({} bias layout, {}, {}, dropout {})\n",
                trainer.model.num_parameters, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size,
                to_string(c.bias), c.tie_weights ? "tied" : "untied", describe_block(c), c.dropout);
-    fmt::print("data: {} tokens of the {} tokenizer ({} train, {} val); {} tokens per iteration\n",
-               d.split.train.size() + d.split.val.size(),
-               d.tok->name(), d.split.train.size(), d.split.val.size(), tokens_per_iter(trainer));
+    fmt::print("data: {} tokens of the {} tokenizer ({} train, {} val{}); {} tokens per iteration\n",
+               d.train.size() + d.val.size(), d.tok->name(), d.train.size(), d.val.size(),
+               d.files ? ", " + d.files->describe() + ", mapped" : "", tokens_per_iter(trainer));
     fmt::print("threads: {}{}, SIMD: {}\n", threads,
                tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",
                                                   tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
@@ -265,8 +279,8 @@ static void print_summary(Trainer& trainer, const RunResult& run, const BudgetPl
                run.wall_seconds, run.train_seconds, run.eval_seconds);
     if (tc.time_budget > 0) {  // the number a budgeted run is judged by: build/eval's, on the whole val split
         const double t0 = steady_seconds();
-        WindowLoss w = windowed_loss(trainer.model, d.split.val);
-        count_scored_characters(w, d.split.val, *d.tok);
+        WindowLoss w = windowed_loss(trainer.model, d.val);
+        count_scored_characters(w, d.val, *d.tok);
         fmt::print("whole val split: loss {:.4f} nats/token, {:.4f} bits/char over {} tokens ({} windows of {}; "
                    "{:.1f} s)\n", w.loss, w.bits_per_char(), w.tokens, w.windows, w.T, steady_seconds() - t0);
     }
@@ -309,24 +323,24 @@ int main(int argc, char** argv) {
         TrainConfig probe = tc;
         if (parse_batch_threads(flags.batch_threads) == 0) probe.batch_threads = replica_candidate(tc.batch_size, threads);
         const std::string matmul_line = flags.matmul.apply(training_matmul_key(d.config, probe, threads), [&] {
-            return training_step_matmuls(d.config, probe, d.split.train);
+            return training_step_matmuls(d.config, probe, d.train);
         }, threads, dist);
         std::optional<BatchThreadsChoice> choice;
         if (parse_batch_threads(flags.batch_threads) == 0) {
-            choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.resume ? &*d.ck : nullptr);
+            choice = choose_batch_threads(d.config, tc, threads, d.train, dist, d.resume ? &*d.ck : nullptr);
             tc.batch_threads = choice->batch_threads;
         }
         Trainer trainer;
         trainer.dist = dist;
         if (d.resume) {
-            trainer.resume(*d.ck, tc, d.split.train, d.split.val);
+            trainer.resume(*d.ck, tc, d.train, d.val);
             fmt::print("resuming from {} at iter {}\n", ckpt_path, trainer.progress.iter_num);
         } else if (d.ck) {
-            trainer.start_from(*d.ck, d.config, tc, d.split.train, d.split.val);
+            trainer.start_from(*d.ck, d.config, tc, d.train, d.val);
             fmt::print("starting from the weights of {} (fresh optimizer state)\n", flags.init_from);
         } else {
             trainer.tokenizer = d.tok->name();
-            trainer.start(d.config, tc, d.vocab, d.split.train, d.split.val);
+            trainer.start(d.config, tc, d.vocab, d.train, d.val);
         }
         print_header(trainer, d, threads, choice);
         fmt::print("{}\n", matmul_line);
@@ -339,7 +353,16 @@ int main(int argc, char** argv) {
         }
         // What the checkpoint records of how the run was started: the same for a run and its
         // resumption, so that a resumed run's checkpoint is the straight run's, byte for byte.
-        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size}}.dump();
+        // The split sizes too: resumed on other data, the sampler's state would draw other windows.
+        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size},
+                                          {"train_tokens", d.train.size()}, {"val_tokens", d.val.size()}}.dump();
+        if (d.resume) {
+            const nlohmann::json was = nlohmann::json::parse(d.ck->progress.train_config, nullptr, false);
+            check(!was.contains("train_tokens") || (was["train_tokens"] == d.train.size() && was["val_tokens"] == d.val.size()),
+                  "the checkpoint was trained on {} train and {} val tokens; --data={} has {} and {}: resumed, it would "
+                  "read other batches", was.value("train_tokens", 0), was.value("val_tokens", 0), flags.data,
+                  d.train.size(), d.val.size());
+        }
 
         const std::string csv_path = (fs::path(flags.out_dir) / "log.csv").string();
         const bool new_csv = flags.init_from != "resume" || !fs::exists(csv_path);

@@ -93,6 +93,16 @@ inline std::string corpus(int times = 80,
 inline const std::string kTiny =
     " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
 
+// The tiny Shakespeare path from HANDGRAD_DATA, or "" (and a warning) when it is not set.
+inline std::string shakespeare_path() {
+    const char* p = std::getenv("HANDGRAD_DATA");
+    if (!p || !*p) {
+        WARN("HANDGRAD_DATA is not set: skipping the tiny Shakespeare checks");
+        return "";
+    }
+    return p;
+}
+
 // A fresh directory under /tmp, removed with everything in it when the test ends.
 struct TempDir {
     std::filesystem::path path;

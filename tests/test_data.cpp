@@ -14,10 +14,12 @@
 #include "lib/data/dataset.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/text/text_file.h"
+#include "tests/app_runner.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using namespace hg;
+using hg::test::shakespeare_path;
 
 namespace {
 
@@ -32,16 +34,6 @@ struct TempFile {
     }
     ~TempFile() { std::remove(path.c_str()); }
 };
-
-// The tiny Shakespeare path from HANDGRAD_DATA, or "" (and a warning) when it is not set.
-std::string shakespeare_path() {
-    const char* p = std::getenv("HANDGRAD_DATA");
-    if (!p || !*p) {
-        WARN("HANDGRAD_DATA is not set: skipping the tiny Shakespeare checks");
-        return "";
-    }
-    return p;
-}
 
 std::vector<int> iota_ids(int n) {
     std::vector<int> ids(n);

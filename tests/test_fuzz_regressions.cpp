@@ -32,8 +32,9 @@ int replay(const std::string& dir, const std::function<void(const uint8_t*, size
 
 }  // namespace
 
-TEST_CASE("the fuzzers' corpora replay cleanly: checkpoints, texts, flags", "[robust][fuzz]") {
+TEST_CASE("the fuzzers' corpora replay cleanly: checkpoints, texts, flags, token files", "[robust][fuzz]") {
     CHECK(replay("checkpoint", fuzz::checkpoint_bytes) >= 3);
+    CHECK(replay("shards", fuzz::shard_bytes) >= 3);
     CHECK(replay("text", fuzz::text_bytes) >= 3);
     CHECK(replay("flags", fuzz::flag_bytes) >= 3);
 }

@@ -28,7 +28,7 @@ Split split_text(std::string_view text, const TextTokenizer& tok, double train_f
     return Split{tok.encode(text.substr(0, cut)), tok.encode(text.substr(cut))};
 }
 
-void sample_batch(int* idx, int* targets, const std::vector<int>& ids, int B, int T, Rng& rng,
+void sample_batch(int* idx, int* targets, const TokenView& ids, int B, int T, Rng& rng,
                   std::string_view split_name) {
     check(B > 0 && T > 0, "batch_size ({}) and block_size ({}) must be positive", B, T);
     const size_t len = ids.size();
@@ -39,8 +39,9 @@ void sample_batch(int* idx, int* targets, const std::vector<int>& ids, int B, in
         size_t i = rng.below(len - T);
         int* idx_b = idx + size_t(b) * T;
         int* targets_b = targets + size_t(b) * T;
-        std::copy(ids.begin() + i, ids.begin() + i + T, idx_b);
-        std::copy(ids.begin() + i + 1, ids.begin() + i + T + 1, targets_b);
+        ids.copy(i, size_t(T), idx_b);
+        std::copy(idx_b + 1, idx_b + T, targets_b);
+        ids.copy(i + T, 1, targets_b + T - 1);
     }
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/core/rng.h"
+#include "lib/data/token_view.h"
 #include "lib/text/tokenizer.h"
 
 namespace hg {
@@ -40,9 +41,11 @@ Split split_text(std::string_view text, const TextTokenizer& tok, double train_f
 //   idx[b, :] = ids[i : i+T],  targets[b, :] = ids[i+1 : i+T+1]
 // so targets[b, t] is the token that follows idx[b, t]. A split shorter than T + 1 tokens
 // throws, naming `split_name` ("the val split has 100 tokens; block_size 256 needs at least 257").
+// `ids` is a vector or mapped shards alike (token_view.h): the windows of a split of many
+// shards are drawn over their concatenation, exactly as over one array of the same tokens.
 void sample_batch(int* idx,      // (B, T) out
                   int* targets,  // (B, T) out
-                  const std::vector<int>& ids, int B, int T, Rng& rng,
+                  const TokenView& ids, int B, int T, Rng& rng,
                   std::string_view split_name = "");
 
 // How many non-overlapping windows the `eval` app scores: starts i = 0, T, 2T, ... with

@@ -47,7 +47,7 @@ static double seconds_since(std::chrono::steady_clock::time_point t0) {
 // (cold caches, thread pools), then at least 3 timed ones, more while they take under 0.25 s. A
 // step of over 2 s is timed once, cold: its cold start is a small part of it, and three more
 // of each setting would hold up the start of a long run by minutes.
-static double median_step_ms_at(const GPTConfig& config, TrainConfig t, int R, const std::vector<int>& ids) {
+static double median_step_ms_at(const GPTConfig& config, TrainConfig t, int R, const TokenView& ids) {
     t.batch_threads = R;
     t.gradient_accumulation_steps = 1;
     t.time_budget = 0;
@@ -72,7 +72,7 @@ static double median_step_ms_at(const GPTConfig& config, TrainConfig t, int R, c
 // adds the same work, so the step of n_layer blocks is the one-block step plus n_layer - 1 times
 // what the second block added. A deep model's start-up then times two small models per
 // setting instead of the whole one.
-static double median_step_ms(const GPTConfig& config, const TrainConfig& t, int R, const std::vector<int>& ids) {
+static double median_step_ms(const GPTConfig& config, const TrainConfig& t, int R, const TokenView& ids) {
     if (config.n_layer <= 2) return median_step_ms_at(config, t, R, ids);
     GPTConfig one = config, two = config;
     one.n_layer = 1, two.n_layer = 2;
@@ -81,7 +81,7 @@ static double median_step_ms(const GPTConfig& config, const TrainConfig& t, int 
 }
 
 BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConfig& train, int threads,
-                                        const std::vector<int>& ids, const Dist& dist, const Checkpoint* resumed) {
+                                        const TokenView& ids, const Dist& dist, const Checkpoint* resumed) {
     BatchThreadsChoice c;
     c.candidate = replica_candidate(train.batch_size, threads);
     const int recorded = resumed ? recorded_batch_threads(resumed->progress.train_config) : 0;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/checkpoint/checkpoint.h"
+#include "lib/data/token_view.h"
 #include "lib/model/gpt.h"
 #include "lib/process/dist.h"
 #include "lib/train/train_config.h"
@@ -47,7 +48,7 @@ struct BatchThreadsChoice {
 // `threads`, so that it goes on as the run it resumes. Under MPI every rank calls this and gets
 // the same answer (the step times are averaged over the ranks).
 BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConfig& train, int threads,
-                                        const std::vector<int>& ids, const Dist& dist,
+                                        const TokenView& ids, const Dist& dist,
                                         const Checkpoint* resumed = nullptr);
 
 }  // namespace hg

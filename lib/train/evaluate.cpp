@@ -9,7 +9,7 @@
 
 namespace hg {
 
-WindowLoss windowed_loss(GPT<float>& model, const std::vector<int>& ids) {
+WindowLoss windowed_loss(GPT<float>& model, const TokenView& ids) {
     WindowLoss r;
     r.T = model.config.block_size;
     r.windows = eval_windows(ids.size(), r.T);
@@ -21,8 +21,8 @@ WindowLoss windowed_loss(GPT<float>& model, const std::vector<int>& ids) {
         const int B = int(std::min<size_t>(size_t(model.max_B), r.windows - w0));
         for (int b = 0; b < B; b++) {
             const size_t i = (w0 + b) * size_t(r.T);
-            std::copy(ids.begin() + i, ids.begin() + i + r.T, idx.begin() + size_t(b) * r.T);
-            std::copy(ids.begin() + i + 1, ids.begin() + i + r.T + 1, targets.begin() + size_t(b) * r.T);
+            ids.copy(i, size_t(r.T), idx.data() + size_t(b) * r.T);
+            ids.copy(i + 1, size_t(r.T), targets.data() + size_t(b) * r.T);
         }
         sum += gpt_forward(model, idx.data(), targets.data(), B, r.T) * B * r.T;
     }
@@ -36,9 +36,17 @@ double WindowLoss::bits_per_char() const {
     return loss * double(tokens) / double(characters) / std::log(2.0);
 }
 
-void count_scored_characters(WindowLoss& w, const std::vector<int>& ids, const TextTokenizer& tok) {
+void count_scored_characters(WindowLoss& w, const TokenView& ids, const TextTokenizer& tok) {
     check(w.tokens < ids.size(), "the loss scored {} targets, the text has {} tokens", w.tokens, ids.size());
-    w.characters = count_characters(tok, ids.data() + 1, w.tokens);
+    // In pieces of 2^20 tokens: a mapped split need not fit in memory as ints (a character that
+    // GPT-2 spreads over two tokens at a piece boundary counts as its bytes there).
+    std::vector<int> piece;
+    w.characters = 0;
+    for (size_t at = 0; at < w.tokens; at += size_t(1) << 20) {
+        piece.resize(std::min(w.tokens - at, size_t(1) << 20));
+        ids.copy(1 + at, piece.size(), piece.data());
+        w.characters += count_characters(tok, piece.data(), piece.size());
+    }
 }
 
 }  // namespace hg

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "lib/data/token_view.h"
 #include "lib/model/gpt.h"
 #include "lib/text/tokenizer.h"
 
@@ -27,10 +28,10 @@ struct WindowLoss {
 
 // Scores `ids` with windows of the model's block_size, model.max_B windows per forward pass
 // (no dropout). hg::Error when ids holds no whole window.
-WindowLoss windowed_loss(GPT<float>& model, const std::vector<int>& ids);
+WindowLoss windowed_loss(GPT<float>& model, const TokenView& ids);
 
 // Sets w.characters to the characters of the targets w scored, ids[1 .. w.tokens] in `tok`'s text
 // (the windows' targets follow each other without a gap).
-void count_scored_characters(WindowLoss& w, const std::vector<int>& ids, const TextTokenizer& tok);
+void count_scored_characters(WindowLoss& w, const TokenView& ids, const TextTokenizer& tok);
 
 }  // namespace hg

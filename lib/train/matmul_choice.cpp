@@ -69,7 +69,7 @@ static std::vector<MatmulCall> by_depth(const GPTConfig& config, const std::func
 }
 
 std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
-                                              const std::vector<int>& ids) {
+                                              const TokenView& ids) {
     return by_depth(config, [&](const GPTConfig& c) {
         TrainConfig t = train;
         t.gradient_accumulation_steps = 1, t.time_budget = 0;

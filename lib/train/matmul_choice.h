@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/data/token_view.h"
 #include "lib/kernels/matmul.h"
 #include "lib/model/config.h"
 #include "lib/process/dist.h"
@@ -48,7 +49,7 @@ double time_matmul_calls(const std::vector<MatmulCall>& calls, MatmulBackend bac
 // The calls of one training micro-step of `config` with `train`'s batch and batch threads,
 // recorded on models of one and two blocks and carried to config.n_layer.
 std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
-                                              const std::vector<int>& ids);
+                                              const TokenView& ids);
 // The calls of one forward pass of B rows of T tokens (no targets), recorded the same way.
 std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
 

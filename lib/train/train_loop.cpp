@@ -37,8 +37,8 @@ RunResult run_training(Trainer& trainer, const BudgetPlan& plan, const RunSettin
         const bool last = iter >= c.max_iters || result.clock_stopped;
         if (iter % c.eval_interval == 0 || last) {
             const double t0 = now();
-            const std::optional<double> train = trainer.estimate_loss(*trainer.train_ids, interrupted);
-            const std::optional<double> val = train ? trainer.estimate_loss(*trainer.val_ids, interrupted) : std::nullopt;
+            const std::optional<double> train = trainer.estimate_loss(trainer.train_ids, interrupted);
+            const std::optional<double> val = train ? trainer.estimate_loss(trainer.val_ids, interrupted) : std::nullopt;
             if (!val) {  // interrupted mid-evaluation: save without it
                 result.eval_seconds += now() - t0;
                 stop_here(iter);

@@ -17,7 +17,7 @@ namespace hg {
 // This rank's B rows of a batch of N·B: the rows a single process drawing N·B rows from `rng`
 // would put at [rank·B, (rank+1)·B). sample_batch draws exactly one number per row (lib/data/dataset.h),
 // so skipping rank·B draws before and (N-1-rank)·B after leaves every rank's stream in step.
-static void sample_rank_rows(int* idx, int* targets, const std::vector<int>& ids, int B, int T, Rng& rng,
+static void sample_rank_rows(int* idx, int* targets, const TokenView& ids, int B, int T, Rng& rng,
                              const Dist& d, std::string_view split_name) {
     rng.discard(uint64_t(d.rank) * B);
     sample_batch(idx, targets, ids, B, T, rng, split_name);
@@ -67,7 +67,7 @@ void Trainer::allocate(const GPTConfig& config) {
 }
 
 void Trainer::start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab_,
-                    const std::vector<int>& train_ids_, const std::vector<int>& val_ids_) {
+                    const TokenView& train_ids_, const TokenView& val_ids_) {
     train.validate();
     cfg = train;
     check_vocabulary(tokenizer, vocab_, config.vocab_size);
@@ -75,21 +75,21 @@ void Trainer::start(const GPTConfig& config, const TrainConfig& train, std::vect
     gpt_init(model, cfg.seed);
     gpt_round_weights(model);
     vocab = std::move(vocab_);
-    train_ids = &train_ids_, val_ids = &val_ids_;
+    train_ids = train_ids_, val_ids = val_ids_;
     batch_rng = Rng(mix64(cfg.seed ^ 0x62617463ULL));  // "batc": its own stream
     progress = TrainProgress{};
 }
 
 void Trainer::start_from(const Checkpoint& ck, const GPTConfig& config, const TrainConfig& train,
-                         const std::vector<int>& train_ids_, const std::vector<int>& val_ids_) {
+                         const TokenView& train_ids_, const TokenView& val_ids_) {
     tokenizer = ck.tokenizer;
     start(config, train, ck.vocab, train_ids_, val_ids_);
     ck.read_weights_cropped(model);
     gpt_round_weights(model);  // a checkpoint holds float weights; bf16 copies are made from them
 }
 
-void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids_,
-                     const std::vector<int>& val_ids_) {
+void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const TokenView& train_ids_,
+                     const TokenView& val_ids_) {
     train.validate();
     cfg = train;
     allocate(ck.config);
@@ -101,7 +101,7 @@ void Trainer::resume(const Checkpoint& ck, const TrainConfig& train, const std::
           "the moments it holds belong to that optimizer", to_string(saved), to_string(cfg.optimizer));
     tokenizer = ck.tokenizer;
     vocab = ck.vocab;
-    train_ids = &train_ids_, val_ids = &val_ids_;
+    train_ids = train_ids_, val_ids = val_ids_;
     check(ck.progress.world_size == dist.size,
           "the checkpoint was written by a run on {} rank(s) and this run has {}: resume it with "
           "mpirun -np {} (the effective batch N·B·K and the batch streams depend on N)",
@@ -118,7 +118,7 @@ double Trainer::accumulate_gradient() {
     if (model.profile) model.profile->restart();
     for (int s = 0; s < R; s++) thread_loss[s] = 0;
     for (int k = 0; k < K; k++) {
-        sample_rank_rows(idx, targets, *train_ids, B, T, batch_rng, dist, "train");
+        sample_rank_rows(idx, targets, train_ids, B, T, batch_rng, dist, "train");
         if (model.profile) model.profile->tick(Work::Other, false);
         const uint64_t step_key = mix64(cfg.seed ^ mix64(uint64_t(progress.iter_num) * 1024 + k));
         for_each_batch_thread(R, [&](int s) {
@@ -237,9 +237,9 @@ int Trainer::replan_time_budget(double seconds_left, double step_seconds) {
     return cfg.max_iters;
 }
 
-double Trainer::estimate_loss(const std::vector<int>& ids) { return *estimate_loss(ids, [] { return false; }); }
+double Trainer::estimate_loss(const TokenView& ids) { return *estimate_loss(ids, [] { return false; }); }
 
-std::optional<double> Trainer::estimate_loss(const std::vector<int>& ids, const std::function<bool()>& stop) {
+std::optional<double> Trainer::estimate_loss(const TokenView& ids, const std::function<bool()>& stop) {
     const int B = cfg.batch_size, T = model.config.block_size;
     int* idx = batch.data();
     int* targets = idx + size_t(B) * T;
@@ -248,7 +248,7 @@ std::optional<double> Trainer::estimate_loss(const std::vector<int>& ids, const 
     for (int s = 0; s < R; s++) thread_loss[s] = 0;
     for (int i = 0; i < cfg.eval_iters; i++) {
         if (stop()) return std::nullopt;
-        sample_rank_rows(idx, targets, ids, B, T, rng, dist, &ids == val_ids ? "val" : "train");
+        sample_rank_rows(idx, targets, ids, B, T, rng, dist, ids.same_as(val_ids) ? "val" : "train");
         for_each_batch_thread(R, [&](int s) {
             const size_t at = size_t(s) * rows * T;
             thread_loss[s] += gpt_forward(replica(s), idx + at, targets + at, rows, T);

@@ -40,6 +40,7 @@
 
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/core/rng.h"
+#include "lib/data/token_view.h"
 #include "lib/model/gpt.h"
 #include "lib/optim/adamw.h"
 #include "lib/optim/schedule.h"
@@ -69,8 +70,8 @@ struct Trainer {
     Muon<float> muon;                  // Muon's matrices and Newton–Schulz scratch (none with AdamW)
     std::string tokenizer = "char";    // "char" | "gpt2" (lib/text/tokenizer.h); set before start
     std::vector<std::string> vocab;    // the char tokenizer's (empty for gpt2)
-    const std::vector<int>* train_ids = nullptr;
-    const std::vector<int>* val_ids = nullptr;
+    TokenView train_ids;               // the splits (views: the vectors or mapped files must outlive the run)
+    TokenView val_ids;
     Arena<int> batch;                  // idx and targets, (B, T) each
     Rng batch_rng;
     TrainProgress progress;
@@ -84,18 +85,18 @@ struct Trainer {
 
     // A fresh run: the model built for (batch_size, block_size) and initialised from seed.
     void start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab,
-               const std::vector<int>& train_ids, const std::vector<int>& val_ids);
+               const TokenView& train_ids, const TokenView& val_ids);
     // A fresh run whose weights come from a checkpoint (nanoGPT's init_from=PATH, fine-tuning):
     // start, then the checkpoint's weights (Checkpoint::read_weights_cropped: `config` may have
     // a shorter block_size and another dropout); its tokenizer and vocabulary; AdamW's moments,
     // the iteration and the batch sampler start afresh, as they do from scratch.
     void start_from(const Checkpoint& ck, const GPTConfig& config, const TrainConfig& train,
-                    const std::vector<int>& train_ids, const std::vector<int>& val_ids);
+                    const TokenView& train_ids, const TokenView& val_ids);
     // A run resumed from a checkpoint (weights, moments, iteration, sampler state). The
     // checkpoint must come from a run with the same number of ranks and the same optimizer
     // (hg::Error otherwise).
-    void resume(const Checkpoint& ck, const TrainConfig& train, const std::vector<int>& train_ids,
-                const std::vector<int>& val_ids);
+    void resume(const Checkpoint& ck, const TrainConfig& train, const TokenView& train_ids,
+                const TokenView& val_ids);
     // One step's gradient into model.grads_memory: that of the mean loss over the step's N·B·K
     // rows. Each of K micro-batches is split over N ranks × R batch threads of B/R rows, each
     // backward is scaled by 1/(N·R·K), and the N·R·K gradients are summed. Draws the step's
@@ -124,10 +125,10 @@ struct Trainer {
     int replan_time_budget(double seconds_left, double step_seconds);
     // Mean loss over eval_iters random batches of `ids` (no dropout); the batches depend only
     // on (seed, iter), so evaluating does not disturb training's random stream.
-    double estimate_loss(const std::vector<int>& ids);
+    double estimate_loss(const TokenView& ids);
     // The same, asking `stop` before each batch (on every rank, in step): nothing once it says
     // true, so a stop signal does not wait for a long evaluation to finish.
-    std::optional<double> estimate_loss(const std::vector<int>& ids, const std::function<bool()>& stop);
+    std::optional<double> estimate_loss(const TokenView& ids, const std::function<bool()>& stop);
     // Writes the checkpoint on rank 0 (cfg and run_info as its train_config); the other ranks
     // hold the same state and write nothing.
     void save(const std::string& path) const;

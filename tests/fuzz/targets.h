@@ -9,13 +9,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "apps/flags.h"
 #include "lib/checkpoint/checkpoint.h"
+#include "lib/data/dataset.h"
+#include "lib/data/shards.h"
 #include "lib/model/sample.h"
 #include "lib/optim/schedule.h"
 #include "lib/text/bpe.h"
@@ -169,6 +173,59 @@ inline void flag_bytes(const uint8_t* data, size_t size) {
         tc.validate();
         check_sampling_knobs(temperature, top_k);
         check_threads(threads, true);
+    } catch (const Error&) {
+    }
+}
+
+
+// Any bytes as a token file: read as llm.c's shard, open_shard accepts exactly the files whose
+// size is the header's 1024 bytes plus 2 per token it counts and whose header is magic,
+// version 1, a positive count and zeros, and every token then reads (ASan sees any byte
+// outside the mapping) and so do windows of a view over it, cut by sample_batch; read as
+// nanoGPT's .bin, every even, non-empty size is accepted; read as a tokenizer.json, the
+// vocabulary of an accepted char tokenizer is a valid one.
+inline void shard_bytes(const uint8_t* data, size_t size) {
+    static const int fd = memfd_create("fuzz-shard", 0);
+    promise(fd >= 0 && ftruncate(fd, 0) == 0 && pwrite(fd, data, size, 0) == ssize_t(size), "memfd");
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    auto read_all = [](const TokenFile& t) {
+        volatile uint32_t sum = 0;
+        for (size_t i = 0; i < t.n; i++) sum = sum + t.tokens[i];
+        const TokenView view = TokenView::mapped({{t.tokens, t.n}, {t.tokens, t.n}});
+        if (view.size() < 9) return;
+        std::vector<int> idx(4 * 8), targets(4 * 8);
+        Rng rng(size_t(t.n));
+        sample_batch(idx.data(), targets.data(), view, 4, 8, rng);
+        for (int id : idx) promise(id >= 0 && id < 65536, "a token outside uint16");
+    };
+    // The rule, independently: the header's ints as little-endian, then the size.
+    auto le32 = [&](size_t i) {
+        return uint32_t(data[4 * i]) | uint32_t(data[4 * i + 1]) << 8 | uint32_t(data[4 * i + 2]) << 16 |
+               uint32_t(data[4 * i + 3]) << 24;
+    };
+    bool valid = size >= kShardHeaderBytes && le32(0) == 20240520 && le32(1) == 1 && int32_t(le32(2)) > 0 &&
+                 size == kShardHeaderBytes + 2 * size_t(le32(2));
+    for (size_t i = 3; valid && i < kShardHeaderInts; i++) valid = le32(i) == 0;
+    bool accepted = true;
+    try {
+        const TokenFile t = open_shard(path);
+        promise(t.n == (size - kShardHeaderBytes) / 2, "an accepted shard's count");
+        read_all(t);
+    } catch (const Error&) {
+        accepted = false;
+    }
+    promise(accepted == valid, "open_shard accepts exactly the valid shards");
+    try {
+        const TokenFile t = open_raw_tokens(path);
+        promise(size > 0 && size % 2 == 0 && t.n == size / 2, "an accepted .bin's size");
+        read_all(t);
+    } catch (const Error&) {
+        promise(size == 0 || size % 2 == 1, "a valid .bin refused");
+    }
+    try {
+        const DataTokenizer tok = read_tokenizer_file(path);
+        if (tok.name == "char") promise(Tokenizer::from_vocab(tok.vocab).vocab == tok.vocab, "vocabulary");
+        else promise(tok.name == "gpt2" && tok.vocab.empty(), "tokenizer name");
     } catch (const Error&) {
     }
 }
