@@ -18,6 +18,7 @@
 #include "lib/checkpoint/llmc_model.h"
 #include "lib/checkpoint/llmc_state.h"
 #include "lib/core/rng.h"
+#include "lib/optim/adamw.h"
 
 using namespace hg;
 
@@ -44,11 +45,28 @@ static int load_model(GPT<float>& model, const std::string& path, int B, int T) 
     return file.Vp;
 }
 
+// The losses of llm.c's test_gpt2.c on one batch: before each of `steps` AdamW steps of its
+// update (lr 1e-4, β 0.9 and 0.999, eps 1e-8, weight decay 0.01 on every parameter, no clipping).
+static std::vector<double> test_gpt2_losses(GPT<float>& model, const std::vector<int>& ids, int steps) {
+    const size_t P = model.num_parameters;
+    std::vector<float> m(P, 0.0f), v(P, 0.0f);
+    const std::vector<ParamSpan> all{{0, P, true}};
+    const AdamWConfig adamw{0.9f, 0.999f, 1e-8f, 0.01f};
+    std::vector<double> losses;
+    for (int step = 1; step <= steps; step++) {
+        gpt_zero_grad(model);
+        losses.push_back(gpt_forward(model, ids.data(), ids.data() + 1, model.B, model.T));
+        gpt_backward(model);
+        adamw_step(model.params_memory.data(), model.grads_memory.data(), m.data(), v.data(), all, 1e-4f, adamw, step);
+    }
+    return losses;
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"handgrad llmc: GPT-2 models to and from llm.c's model file; its debug state"};
     app.require_subcommand(1);
     std::string ckpt, model_path, out, ids_path;
-    int B = 4, T = 64, batches = 5;
+    int B = 4, T = 64, batches = 5, steps = 0;
     uint64_t seed = 1337;
 
     CLI::App* exp = app.add_subcommand("export", "write an llm.c model file from a checkpoint or a fresh model");
@@ -67,6 +85,7 @@ int main(int argc, char** argv) {
     state->add_option("--out", out, "the debug state to write")->required();
     state->add_option("--ids", ids_path, "token ids (else random ids from --seed)");
     state->add_option("--seed", seed)->capture_default_str();
+    state->add_option("--steps", steps, "then this many of test_gpt2.c's AdamW steps on the batch, printing each loss");
 
     CLI::App* loss = app.add_subcommand("loss", "the mean loss over consecutive batches of a token list");
     loss->add_option("--model", model_path, "an llm.c model file")->required();
@@ -117,6 +136,7 @@ int main(int argc, char** argv) {
             gpt_backward(model);
             save_llmc_state(out, model, Vp);
             fmt::print("wrote {}: B {}, T {}, loss {:.6f}\n", out, B, T, l);
+            if (steps > 0) fmt::print("steps: {}\n", fmt::join(test_gpt2_losses(model, ids, steps), " "));
         } else {
             GPT<float> model;
             load_model(model, model_path, B, T);
