@@ -10,6 +10,7 @@
 #   make data-gpt2   GPT-2's tokenizer files (encoder.json, vocab.bpe) into data/gpt2, md5-checked
 #   make fuzz FUZZ_SECONDS=N   each libFuzzer harness (tests/fuzz/) N seconds, under ASan + UBSan
 #   make finetune    OpenAI's GPT-2 (converted from Hugging Face's files) fine-tuned on tiny Shakespeare
+#   make llmc-check LLMC=PATH   handgrad's GPT-2 checked by llm.c's test_gpt2.c and train_gpt2.c (docs/llmc.md)
 #
 # Layout: lib/**/*.cpp -> build/libhandgrad.a;  apps/X.cpp -> build/X;  tests/*.cpp -> build/tests
 
@@ -461,6 +462,12 @@ example-check: build
 	  bash tools/example_check.sh
 
 -include $(LIB_PIC_OBJ:.o=.d)
+
+# llm.c's own C code (a checkout at LLMC=PATH; without one the script says so and skips) reads
+# handgrad's model file and debug state and checks them; the round trip through train_gpt2.c.
+.PHONY: llmc-check
+llmc-check: build data data-gpt2
+	HANDGRAD_BIN=$(BUILD) bash tools/llmc_check.sh $(LLMC)
 
 clean:
 	rm -rf build build-asan build-fuzz
