@@ -9,20 +9,13 @@
 
 #include "lib/core/errors.h"
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/peak.h"  // cpu_has_bf16_dot
 
 #ifdef HANDGRAD_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
 namespace hg {
-
-bool cpu_has_bf16_dot() {
-#if defined(__x86_64__) || defined(__i386__)
-    return __builtin_cpu_supports("avx512bf16");
-#else
-    return false;
-#endif
-}
 
 static std::atomic<bool> g_force_widen{false};
 void matmul_bf16_force_widen(bool on) { g_force_widen = on; }

@@ -38,7 +38,5 @@ Bf16Backend matmul_bf16_backend();
 std::string matmul_bf16_describe();
 // Tests: run the widening path even where oneDNN could run (false: back to the choice above).
 void matmul_bf16_force_widen(bool on);
-// Does this CPU have bf16 dot products (AVX512_BF16 or AMX-BF16)?
-bool cpu_has_bf16_dot();
 
 }  // namespace hg

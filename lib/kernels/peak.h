@@ -19,6 +19,7 @@
 namespace hg {
 
 double peak_f32_gflops(int threads, double seconds = 0.2);
+// Does this CPU have bf16 dot products (AVX512_BF16)? Asked of the CPU, never assumed.
 bool cpu_has_bf16_dot();
 double peak_bf16_gflops(int threads, double seconds = 0.2);
 
