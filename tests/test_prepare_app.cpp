@@ -159,3 +159,29 @@ TEST_CASE("train refuses each flawed token set in one line, exit 1, writing noth
     expect_error(run(bin("train") + kRun + " --tokenizer=gpt2 --data=" + good + " --out_dir=" + (tmp.path / "o").string()),
                  "holds char (22 tokens) ids");
 }
+
+TEST_CASE("nanoGPT's char-level directory both ways: meta.pkl from tokenizer.json and back; without either "
+          "the directory is refused", "[apps][prepare][nanogpt]") {
+    TempDir tmp("handgrad-nanogpt");
+    const std::string text = write_file(tmp.path / "in.txt", corpus());
+    const std::string nano = (tmp.path / "nano").string();
+    REQUIRE(prepare("--format=nanogpt --out_dir=" + nano + " " + text).status == 0);
+    const DataTokenizer prepared = read_data_tokenizer(nano);
+    const Run to_pkl = run("python3 tools/nanogpt_meta.py --to-pkl " + nano);
+    INFO(to_pkl.output);
+    REQUIRE(to_pkl.status == 0);
+    // what nanoGPT's sample.py reads: itos and stoi, the corpus's 22 characters in code-point order
+    const Run check = run("python3 -c \"import pickle; m = pickle.load(open('" + nano +
+                          "/meta.pkl', 'rb')); print(m['vocab_size'], repr(''.join(m['itos'][i] for i in range(22))), "
+                          "m['stoi']['a'])\"");
+    CHECK(check.output == "22 \"\\n ',.;abdehilmnoqrstuw\" 6\n");
+    fs::remove(nano + "/tokenizer.json");
+    const std::string out = (tmp.path / "o").string();
+    expect_error(run(bin("train") + kRun + " --data=" + nano + " --out_dir=" + out), "tools/nanogpt_meta.py");
+    CHECK(!fs::exists(out + "/ckpt.safetensors"));
+    REQUIRE(run("python3 tools/nanogpt_meta.py " + nano).status == 0);
+    CHECK(read_data_tokenizer(nano) == prepared);  // the same vocabulary, through nanoGPT's meta.pkl
+    const Run r = run(bin("train") + kRun + " --data=" + nano + " --out_dir=" + out);
+    INFO(r.output);
+    CHECK(r.status == 0);
+}

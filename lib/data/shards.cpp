@@ -171,7 +171,7 @@ static TokenFiles open_files(const std::vector<std::string>& paths, bool raw, in
     for (const std::string& p : paths) {
         TokenFile t = raw ? open_raw_tokens(p) : open_shard(p);
         // Every id below V, in pieces: each piece's pages handed back once checked.
-        const size_t piece = size_t(8) << 20;
+        const size_t piece = size_t(1) << 20;  // 2 MB
         for (size_t at = 0; at < t.n; at += piece) {
             const size_t end = std::min(t.n, at + piece);
             uint16_t max = 0;

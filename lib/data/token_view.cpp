@@ -9,6 +9,8 @@
 
 namespace hg {
 
+static const size_t kPageBytes = size_t(sysconf(_SC_PAGESIZE));
+
 TokenView TokenView::mapped(std::vector<Part> parts) {
     TokenView v;
     v.starts_.push_back(0);
@@ -36,7 +38,9 @@ void TokenView::copy(size_t start, size_t n, int* out) const {
         done += take;
         k++;
     }
-    if (read_since_release_->fetch_add(2 * n) + 2 * n >= kReleaseBytes) release_pages();
+    // The pages it may have mapped: the bytes read in whole pages, and fault-around at each end.
+    const size_t touched = (2 * n / kPageBytes + 1) * kPageBytes + 2 * kFaultAroundBytes;
+    if (read_since_release_->fetch_add(touched) + touched >= kReleaseBytes) release_pages();
 }
 
 int TokenView::at(size_t i) const {
@@ -47,7 +51,7 @@ int TokenView::at(size_t i) const {
 
 void TokenView::release_pages() const {
     read_since_release_->store(0);
-    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t page = uintptr_t(kPageBytes);
     for (const Part& p : parts_) {
         // The whole pages the part lies on (the first may hold a shard's header: same mapping).
         const uintptr_t begin = uintptr_t(p.tokens) & ~(page - 1);

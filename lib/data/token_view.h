@@ -9,10 +9,14 @@
 // pieces of one token stream, so such a window is a window of that stream).
 //
 // Resident memory. Reading a mapped array faults its pages into this process (the kernel's page
-// cache holds them anyway; they count in the RSS as file pages). A mapped view hands the pages
-// it has read back to the kernel (madvise MADV_DONTNEED: they stay in the page cache, the next
-// read faults them in again) once it has read kReleaseBytes, so a run's resident share of its
-// data stays under kReleaseBytes plus the pages of one window, however large the data.
+// cache holds them anyway; they count in the RSS as file pages). A mapped view counts the pages
+// its reads may have mapped (a read fault maps the pages around it that are in the page cache
+// too, Linux's fault-around, 64 kB: a window of T + 1 tokens counts as its bytes rounded up to
+// pages plus twice kFaultAroundBytes) and, once they add up
+// to kReleaseBytes, hands every page of its arrays back to the kernel (madvise MADV_DONTNEED: they
+// stay in the page cache, and the next read faults them in again, a minor fault). A run's
+// resident share of its data therefore stays under kReleaseBytes plus one read's pages, however
+// large the data.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -24,8 +28,9 @@ namespace hg {
 
 class TokenView {
 public:
-    // Bytes of mapped tokens read between two hand-backs of the pages (see above).
-    static constexpr size_t kReleaseBytes = size_t(16) << 20;
+    // Bytes of pages touched between two hand-backs (see above).
+    static constexpr size_t kReleaseBytes = size_t(8) << 20;
+    static constexpr size_t kFaultAroundBytes = size_t(64) << 10;
 
     TokenView() = default;
     // The ids of a vector (which must outlive the view and not change). Implicit: a vector is
@@ -57,7 +62,7 @@ private:
     size_t size_ = 0;
     std::vector<Part> parts_;     // a mapped view's arrays, in order
     std::vector<size_t> starts_;  // (parts + 1) where each part begins in the concatenation
-    // Bytes read since the pages were last handed back; shared by copies of the view.
+    // Bytes of pages touched since the pages were last handed back; shared by copies of the view.
     std::shared_ptr<std::atomic<size_t>> read_since_release_;
 
     void release_pages() const;
