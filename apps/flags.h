@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/config_file.h"
 #include "lib/core/errors.h"
 #include "lib/model/config.h"
 #include "lib/text/bpe.h"
@@ -138,10 +139,12 @@ struct MatmulFlag {
     }
 };
 
-// The value of the last --preset in argv ("course" when none): train reads it before parsing
-// the other flags, whose defaults depend on it. The full parse reports any mistake in it.
+// The value of the last --preset in argv, else in the --config file ("course" when none): train
+// reads it before parsing the other flags, whose defaults depend on it. The full parse reports
+// any mistake in it.
 inline std::string preset_in_args(int argc, char** argv) {
-    std::string name = "course";
+    std::string name = config_file_value(argc, argv, "preset");
+    if (name.empty()) name = "course";
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         if (a.rfind("--preset=", 0) == 0) name = a.substr(9);
@@ -167,7 +170,8 @@ inline std::string read_stdin() {
     return s;
 }
 
-// Runs an app's body: flag errors exit 2, everything thrown by the body exits 1, each as one
+// Runs an app's body: flag errors exit 2, a --config file that cannot be read or holds a key
+// that is no flag (apps/config_file.h) and everything thrown by the body exit 1, each as one
 // line. Nothing escapes as an uncaught exception (which would end the program with SIGABRT).
 // SIGPIPE is ignored, so output into a closed pipe (`build/sample | head -1`) is a failed
 // write (fmt throws; a plain fwrite leaves stdout's error flag, checked at the end), not a
@@ -176,8 +180,15 @@ inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int
     std::signal(SIGPIPE, SIG_IGN);
     // The error line itself is written with stdio, which never throws, even into a full disk.
     auto report = [](const char* what) { std::fprintf(stderr, "error: %s\n", what); };
+    add_config_option(app);
     try {
         app.parse(argc, argv);
+    } catch (const CLI::ConfigError& e) {
+        report(config_error(app, e.what()).c_str());
+        return 1;
+    } catch (const CLI::FileError& e) {
+        report(config_error(app, e.what()).c_str());
+        return 1;
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {

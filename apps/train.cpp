@@ -266,6 +266,20 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
                    dist.size, tc.batch_size, tc.gradient_accumulation_steps);
 }
 
+// out_dir/run.toml: every flag with the value this run runs with (apps/config_file.h). A run
+// from a checkpoint takes its model from it: of the model flags only block_size and dropout.
+static void write_run_file(const CLI::App& app, const Trainer& t, const TrainFlags& f, const RunData& d, int threads) {
+    std::map<std::string, std::string> values = train_flag_values(t.cfg);
+    std::set<std::string> omit{"bias"};  // bias_layout says it
+    for (const auto& [name, value] : model_flag_values(t.model.config)) {
+        if (f.init_from == "scratch" || name == "block_size" || name == "dropout") values[name] = value;
+        else omit.insert(name);
+    }
+    values["tokenizer"] = d.tok->name(), values["threads"] = std::to_string(threads);
+    if (t.cfg.time_budget > 0) omit.insert({"max_iters", "lr_decay_iters"});  // the clock plans them
+    write_run_config(app, (fs::path(f.out_dir) / "run.toml").string(), values, omit);
+}
+
 static void print_summary(Trainer& trainer, const RunResult& run, const BudgetPlan& plan, const RunData& d) {
     const TrainConfig& tc = trainer.cfg;
     const int iters = trainer.progress.iter_num - run.first_iter;
@@ -316,6 +330,7 @@ int main(int argc, char** argv) {
             lock.emplace(flags.out_dir);
             if (const int n = remove_unfinished_saves(ckpt_path))
                 fmt::print("removed {} unfinished save(s) of {} (a run killed while saving)\n", n, ckpt_path);
+            remove_unfinished_saves((fs::path(flags.out_dir) / "run.toml").string());  // a run killed while writing it
         }
         const RunData d = load_run_data(flags, model, ckpt_path);
         check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3));
@@ -344,6 +359,7 @@ int main(int argc, char** argv) {
         }
         print_header(trainer, d, threads, choice);
         fmt::print("{}\n", matmul_line);
+        if (dist.rank == 0) write_run_file(app, trainer, flags, d, threads);
         BudgetPlan plan;
         if (trainer.cfg.time_budget > 0) {
             plan = trainer.plan_time_budget();

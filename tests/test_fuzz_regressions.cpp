@@ -39,6 +39,10 @@ TEST_CASE("the fuzzers' corpora replay cleanly: checkpoints, texts, flags, token
     CHECK(replay("flags", fuzz::flag_bytes) >= 3);
 }
 
+TEST_CASE("the fuzzers' corpora replay cleanly: llm.c's model file", "[robust][fuzz][llmc]") {
+    CHECK(replay("llmc", fuzz::llmc_model_bytes) >= 3);
+}
+
 TEST_CASE("the fuzzers' corpora replay cleanly: GPT-2's BPE", "[robust][fuzz][bpe]") {
     const char* dir = std::getenv("HANDGRAD_GPT2");
     if (!dir) {

@@ -20,6 +20,7 @@
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/dataset.h"
 #include "lib/data/shards.h"
+#include "lib/checkpoint/llmc_model.h"
 #include "lib/model/sample.h"
 #include "lib/optim/schedule.h"
 #include "lib/text/bpe.h"
@@ -68,6 +69,29 @@ inline void checkpoint_bytes(const uint8_t* data, size_t size) {
                 ck.read_optimizer(model, m.data(), v.data());
             }
         }
+    } catch (const Error&) {
+    }
+}
+
+// Any bytes as llm.c's model file: LlmcModel::load accepts exactly a file whose size is its
+// header's (1024 bytes and every parameter, 4 or 2 bytes each) or throws hg::Error; an accepted
+// file's weights read into a model built from its config, where each one sits at its place in
+// llm.c's order (llmc_order gives back the file's numbers, the padding rows aside).
+inline void llmc_model_bytes(const uint8_t* data, size_t size) {
+    static const int fd = memfd_create("fuzz-llmc", 0);
+    promise(fd >= 0 && ftruncate(fd, 0) == 0 && pwrite(fd, data, size, 0) == ssize_t(size), "memfd");
+    try {
+        const LlmcModel m = LlmcModel::load("/proc/self/fd/" + std::to_string(fd));
+        promise(1024 + m.params.size() * (m.version == kLlmcFloat32 ? 4 : 2) == size, "size is the header's");
+        GPT<float> model;
+        gpt_build(model, m.config(), 1, 1);
+        m.read_weights(model);
+        const std::vector<float> back = llmc_order(model.config, m.Vp, model.params);
+        promise(back.size() == m.params.size(), "llm.c's order has the file's length");
+        const size_t pad_begin = size_t(m.V) * m.C, pad_end = size_t(m.Vp) * m.C;
+        for (size_t i = 0; i < back.size(); i++)
+            if (i < pad_begin || i >= pad_end)
+                promise(std::memcmp(&back[i], &m.params[i], 4) == 0, "each weight at its place");
     } catch (const Error&) {
     }
 }
