@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
         if (parse_batch_threads(flags.batch_threads) == 0) probe.batch_threads = replica_candidate(tc.batch_size, threads);
         const std::string matmul_line = flags.matmul.apply(training_matmul_key(d.config, probe, threads), [&] {
             return training_step_matmuls(d.config, probe, d.split.train);
-        }, threads, dist);
+        }, threads, dist, d.resume ? recorded_matmul(d.ck->progress.train_config) : std::nullopt);
         std::optional<BatchThreadsChoice> choice;
         if (parse_batch_threads(flags.batch_threads) == 0) {
             choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.resume ? &*d.ck : nullptr);
@@ -333,7 +333,8 @@ int main(int argc, char** argv) {
         }
         // What the checkpoint records of how the run was started: the same for a run and its
         // resumption, so that a resumed run's checkpoint is the straight run's, byte for byte.
-        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size}}.dump();
+        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size},
+                                          {"matmul", to_string(matmul_current())}}.dump();
 
         const std::string csv_path = (fs::path(flags.out_dir) / "log.csv").string();
         const bool new_csv = flags.init_from != "resume" || !fs::exists(csv_path);
