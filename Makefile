@@ -448,7 +448,8 @@ install:
 	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) $(HG_BUILT)
 	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(HG_VERSION)|' -e 's|@BLASDIR@|$(BLASDIR)|g' \
 	  -e 's|@OPENMP@|$(if $(filter 1,$(OPENMP)),-fopenmp )|' \
-	  -e 's|@MPI@|$(if $(HG_MPI_LIBS), $(HG_MPI_LIBS))|' lib/handgrad.pc.in > $(BUILD)/handgrad.pc
+	  -e 's|@MPI@|$(if $(HG_MPI_LIBS), $(HG_MPI_LIBS))|' -e 's|@ONEDNN@|$(if $(filter 1,$(ONEDNN)), -ldnnl)|' \
+	  lib/handgrad.pc.in > $(BUILD)/handgrad.pc
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' HEADERS='$(HG_HEADERS)' LIBS='$(HG_BUILT)' \
 	  PC=$(BUILD)/handgrad.pc bash tools/install.sh install
 

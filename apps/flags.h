@@ -128,8 +128,8 @@ struct MatmulFlag {
     }
     void validate() const { parse_matmul_flag(value); }
     std::string apply(const std::string& key, const std::function<std::vector<MatmulCall>()>& calls, int threads,
-                      const Dist& dist = {}) const {
-        const MatmulChoice c = choose_matmul(value, key, calls, threads, dist);
+                      const Dist& dist = {}, std::optional<MatmulBackend> resumed = std::nullopt) const {
+        const MatmulChoice c = choose_matmul(value, key, calls, threads, dist, resumed);
         matmul_use(c.backend);
         return fmt::format("matmul: {} ({})", to_string(c.backend), c.why);
     }

@@ -339,7 +339,7 @@ int main(int argc, char** argv) {
         if (parse_batch_threads(flags.batch_threads) == 0) probe.batch_threads = replica_candidate(tc.batch_size, threads);
         const std::string matmul_line = flags.matmul.apply(training_matmul_key(d.config, probe, threads), [&] {
             return training_step_matmuls(d.config, probe, d.train);
-        }, threads, dist);
+        }, threads, dist, d.resume ? recorded_matmul(d.ck->progress.train_config) : std::nullopt);
         std::optional<BatchThreadsChoice> choice;
         if (parse_batch_threads(flags.batch_threads) == 0) {
             choice = choose_batch_threads(d.config, tc, threads, d.train, dist, d.resume ? &*d.ck : nullptr);
@@ -371,7 +371,8 @@ int main(int argc, char** argv) {
         // resumption, so that a resumed run's checkpoint is the straight run's, byte for byte.
         // The split sizes too: resumed on other data, the sampler's state would draw other windows.
         trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size},
-                                          {"train_tokens", d.train.size()}, {"val_tokens", d.val.size()}}.dump();
+                                          {"train_tokens", d.train.size()}, {"val_tokens", d.val.size()},
+                                          {"matmul", to_string(matmul_current())}}.dump();
         if (d.resume) {
             const nlohmann::json was = nlohmann::json::parse(d.ck->progress.train_config, nullptr, false);
             check(!was.contains("train_tokens") || (was["train_tokens"] == d.train.size() && was["val_tokens"] == d.val.size()),

@@ -5,8 +5,24 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 
-// The start-up cache (lib/train/startup_cache.h) off for the whole suite and the apps it runs:
-// every `auto` measures, and no test writes into the home directory. Tests of the cache
-// point HANDGRAD_CACHE_DIR at a directory of their own.
-static const bool g_cache_off = [] { return setenv("HANDGRAD_CACHE_DIR", "off", 0) == 0; }();
+// The start-up cache (lib/train/startup_cache.h) of the whole suite and the apps it runs: a
+// fresh directory of its own, removed at exit, so no test reads an earlier run's choices or
+// writes into the home directory, and the apps of one suite see one another's choices as a
+// user's runs would. Tests of the cache itself point HANDGRAD_CACHE_DIR elsewhere.
+static char g_cache_dir[4096];
+static const bool g_cache_set = [] {
+    if (std::getenv("HANDGRAD_CACHE_DIR")) return false;
+    const std::string dir = (std::filesystem::temp_directory_path() / "handgrad-test-cache-XXXXXX").string();
+    if (dir.size() >= sizeof g_cache_dir) return false;
+    std::strcpy(g_cache_dir, dir.c_str());
+    if (!mkdtemp(g_cache_dir)) return false;
+    setenv("HANDGRAD_CACHE_DIR", g_cache_dir, 1);
+    std::atexit([] {
+        std::error_code ec;
+        std::filesystem::remove_all(g_cache_dir, ec);
+    });
+    return true;
+}();

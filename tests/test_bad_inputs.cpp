@@ -72,6 +72,7 @@ TEST_CASE("train: meaningless numbers and unusable paths are refused in one line
         {"--lr_replans=5:3", "re-plan"}, {"--lr_decay=foo", "foo"},
         {"--dtype=float16", "dtype"}, {"--dtype=", "dtype"}, {"--dtype=BFloat16", "dtype"},
         {"--threads=-1", "--threads"}, {"--threads=1000000", "--threads"},
+        {"--matmul=cuda", "--matmul"}, {"--matmul=", "--matmul"},
         // the memory check: refused with the numbers before anything is allocated
         {"--batch_size=100000000", "GiB available"},
         {"--data=" + s.dir, s.dir}, {"--data=/dev/zero", "not a regular file"},
@@ -91,6 +92,7 @@ TEST_CASE("sample: temperature 0 is greedy; what has no meaning is refused", "[r
         {"--temperature=-inf", "temperature"}, {"--top_k=-1", "top_k"}, {"--num_samples=0", "num_samples"},
         {"--max_new_tokens=-1", "max_new_tokens"}, {"--threads=0", "--threads"}, {"--threads=1000000", "--threads"},
         {"--start=", "--start"}, {"--start=FILE:" + s.dir, s.dir}, {"--start=FILE:/dev/zero", "not a regular file"},
+        {"--matmul=blas", "--matmul"},
     });
     expect_errors(base, {
         {"--ckpt=" + s.dir, s.dir}, {"--ckpt=/dev/zero", "not a regular file"}, {"--out_dir=" + s.file, "plain"},
@@ -110,7 +112,7 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
         {"--batch_size=0" + text, "batch_size"}, {"--batch_size=-1" + text, "batch_size"},
         {"--batch_size=100000000" + text, "GiB available"}, {"--threads=-1" + text, "--threads"},
         {"--threads=1000000" + text, "--threads"}, {"--split=x --data=" + s.data, "split"},
-        {"--text=" + s.dir, s.dir}, {"--text=/dev/zero", "not a regular file"},
+        {"--text=" + s.dir, s.dir}, {"--text=/dev/zero", "not a regular file"}, {"--matmul=gpu" + text, "--matmul"},
     });
     expect_errors(bin("eval") + text, {{"--ckpt=" + s.dir, s.dir}});
     expect_errors(bin("inspect"), {
@@ -125,7 +127,7 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
     expect_errors(bin("bench") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --steps=1 --warmup=0", {
         {"--steps=0", "steps"}, {"--warmup=-1", "warmup"}, {"--batch_size=0", "batch_size"},
         {"--batch_size=100000000", "GiB available"}, {"--threads=-1", "--threads"}, {"--threads=1000000", "--threads"},
-        {"--batch_threads=0", "batch"}, {"--batch_threads=5", "batch"}, {"--dtype=bf16", "dtype"},
+        {"--batch_threads=0", "batch"}, {"--batch_threads=5", "batch"}, {"--dtype=bf16", "dtype"}, {"--matmul=mkl", "--matmul"},
     });
     expect_errors(bin("crosscheck") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --vocab_size=10 --ckpt=" +
                       (s.tmp.path / "cc.st").string() + " --out=" + (s.tmp.path / "cc.out").string(), {

@@ -105,7 +105,10 @@ TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bi
     REQUIRE(std::regex_search(autorun.output, m, std::regex("batch threads: ([0-9]+) \\(auto: ")));
     const std::string chosen = m[1];
     CHECK((chosen == "1" || chosen == "2"));
-    const Run explicit_run = run(common + " --batch_threads=" + chosen + " --out_dir=" + b);
+    // The same matmul backend too: another one would be another run (lib/kernels/matmul.h).
+    REQUIRE(std::regex_search(autorun.output, m, std::regex("matmul: ([a-z]+) ")));
+    const Run explicit_run = run(common + " --batch_threads=" + chosen + " --matmul=" + std::string(m[1]) +
+                                 " --out_dir=" + b);
     INFO(explicit_run.output);
     REQUIRE(explicit_run.status == 0);
     CHECK(explicit_run.output.find("(auto: ") == std::string::npos);

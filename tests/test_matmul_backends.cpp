@@ -317,3 +317,30 @@ TEST_CASE("train --matmul: the header says which backend ran and why", "[matmul]
     CHECK(a.output.find(matmul_backends().size() > 1 ? "(auto: the products take" : "(auto: the only backend") !=
           std::string::npos);
 }
+
+TEST_CASE("a resumed run with auto keeps the backend its checkpoint records", "[matmul][resume]") {
+    CHECK(recorded_matmul(R"({"batch_size": 4, "matmul": "openblas"})") == MatmulBackend::OpenBLAS);
+    if (matmul_available(MatmulBackend::OneDNN)) CHECK(recorded_matmul(R"({"matmul": "onednn"})") == MatmulBackend::OneDNN);
+    // Nothing recorded, or nothing usable: auto decides afresh.
+    for (const char* none : {"{}", R"({"matmul": "cuda"})", R"({"matmul": 3})", "not json", ""})
+        CHECK_FALSE(recorded_matmul(none).has_value());
+    int recorded = 0;
+    const auto calls = [&] { return recorded++, std::vector<MatmulCall>{}; };
+    const MatmulChoice kept = choose_matmul("auto", "k", calls, 1, Dist{}, MatmulBackend::OpenBLAS);
+    CHECK(kept.backend == MatmulBackend::OpenBLAS);
+    CHECK(kept.why == "auto: as the checkpoint was trained");
+    CHECK(recorded == 0);
+    // An explicit --matmul wins over the record.
+    CHECK(choose_matmul("openblas", "k", calls, 1, Dist{}, matmul_backends().back()).why == "as --matmul says");
+
+    TempDir tmp("handgrad-matmul-resume");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string common = bin("train") + kTiny + " --eval_interval=2 --data=" + data + " --out_dir=" +
+                               (tmp.path / "o").string();
+    const std::string name = to_string(matmul_backends().back());
+    REQUIRE(run(common + " --max_iters=2 --matmul=" + name).status == 0);
+    const Run resumed = run(common + " --max_iters=4 --init_from=resume");
+    INFO(resumed.output);
+    CHECK(resumed.status == 0);
+    CHECK(resumed.output.find("matmul: " + name + " (auto: as the checkpoint was trained)") != std::string::npos);
+}

@@ -6,12 +6,20 @@ the run's length, its data and a scratch out_dir), its ms/iter read from log.csv
 tools/bench_torch.py, nanoGPT's model, optimizer and per-iteration loop, timed as nanoGPT times
 an iteration, at nanoGPT's fastest thread setting for the recipe. The recipes are nanoGPT's own.
 
-This machine's speed drifts by tens of percent within minutes, so every recipe runs as
---runs pairs (the order flipped from pair to pair), and the result is the median of the
-pairs' ratios. The sgemm ceiling is measured in the same run (the best of several tries), with
-each recipe's floor: its matmul FLOPs at that rate.
+handgrad runs once per entry of HANDGRAD_SIDES: f32 with the defaults, and bf16 (--dtype=bfloat16)
+when build/train accepts --dtype (its --help says so); a side it does not accept is left out.
 
-  /usr/bin/python3 tools/bench.py --runs 3 --data data/tinyshakespeare/input.txt [--only course]
+This machine's speed drifts by tens of percent within minutes, so every recipe runs as
+--runs rounds (the order flipped from round to round), and the result is the median of the
+rounds' ratios. build/bench measures the ceilings in the same run (the best of several tries):
+the best library product (2048³, each matmul backend) and the machine's peak (a loop of
+independent FMAs on every thread, f32; bf16 dot products where the CPU has them), with each
+recipe's step as a fraction of them and its floor: its FLOPs at the best library rate.
+
+--unpinned runs both sides with OPENBLAS_CORETYPE removed from their environment (OpenBLAS then
+picks its kernels for the CPU itself); only the benchmark's commands see that.
+
+  /usr/bin/python3 tools/bench.py --runs 3 --data data/tinyshakespeare/input.txt [--only course] [--unpinned]
 """
 import argparse
 import csv
@@ -70,10 +78,26 @@ RECIPES = [
 ]
 
 
+# handgrad's columns: a name and the flags it adds to build/train's. A side is run when build/train
+# --help lists its flags (or it adds none).
+HANDGRAD_SIDES = [
+    ("handgrad f32", []),
+    ("handgrad bf16", ["--dtype=bfloat16"]),
+]
+
+ENV = dict(os.environ)  # both sides' environment (--unpinned removes OPENBLAS_CORETYPE from it)
+
+
+def sides_supported():
+    helptext = subprocess.run([f"{BUILD}/train", "--help"], capture_output=True, text=True).stdout
+    return [(name, flags) for name, flags in HANDGRAD_SIDES
+            if all(f.split("=")[0] in helptext for f in flags)]
+
+
 def run_measured(cmd, out_path):
     """Runs cmd with stdout and stderr to out_path; returns (exit status, peak RSS in MiB)."""
     with open(out_path, "w") as out:
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=ENV)
         _, status, usage = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
     return p.returncode, usage.ru_maxrss / 1024
@@ -91,13 +115,13 @@ def median(xs):
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
-def run_handgrad(r, data, scratch):
+def run_handgrad(r, data, scratch, extra):
     out_dir = os.path.join(scratch, f"hg-{r.name}")
     log = out_dir + ".log"
     shutil.rmtree(out_dir, ignore_errors=True)
     # Only the run's length and bookkeeping: a loss estimate of one batch at the start and the
     # end (their time is not in ms/iter), a log line per iteration.
-    cmd = [f"{BUILD}/train", *r.handgrad, f"--max_iters={r.iters}", "--eval_interval=1000000", "--eval_iters=1",
+    cmd = [f"{BUILD}/train", *r.handgrad, *extra, f"--max_iters={r.iters}", "--eval_interval=1000000", "--eval_iters=1",
            "--log_interval=1", "--always_save_checkpoint=false", f"--data={data}", f"--out_dir={out_dir}"]
     rc, rss = run_measured(cmd, log)
     if rc != 0:
@@ -108,9 +132,10 @@ def run_handgrad(r, data, scratch):
         text = f.read()
     model = re.search(r"^model: .*\((.*)\)$", text, re.M)
     threads = re.search(r"^threads: (.*?), SIMD", text, re.M)
+    matmul = re.search(r"^matmul: (\S+)", text, re.M)
     shutil.rmtree(out_dir, ignore_errors=True)
     return {"ms": median(ms[r.warmup:]), "rss": rss, "layout": model.group(1) if model else "?",
-            "threads": threads.group(1) if threads else "?"}
+            "threads": threads.group(1) if threads else "?", "matmul": matmul.group(1) if matmul else "openblas"}
 
 
 def run_torch(r, data, scratch, threads):
@@ -135,11 +160,13 @@ def torch_version():
     return subprocess.run(cmd, capture_output=True, text=True).stdout.strip() or "?"
 
 
-def sgemm_ceiling():
-    """build/bench's sgemm ceiling (the best of its 2048³ calls on all threads), on a tiny model."""
+def ceilings():
+    """build/bench's ceilings on all threads, on a tiny model: the best library product (2048³) and
+    each backend's, and the machine's peak (f32 FMAs; bf16 dot products, 0 without them)."""
     cmd = [f"{BUILD}/bench", "--preset=lesson14", "--batch_size=1", "--steps=1", "--warmup=0", "--json"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["sgemm_ceiling_gflops"]
+    j = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, env=ENV).stdout)
+    return {"library": j["sgemm_ceiling_gflops"], "backends": j.get("library_gflops", {}),
+            "peak": j.get("peak_f32_gflops", 0.0), "peak_bf16": j.get("peak_bf16_gflops", 0.0)}
 
 
 def main():
@@ -150,7 +177,11 @@ def main():
     ap.add_argument("--data", default="data/tinyshakespeare/input.txt")
     ap.add_argument("--only", nargs="*", default=[], help=f"recipes: {' '.join(r.name for r in RECIPES)}")
     ap.add_argument("--torch_threads", type=int, default=0, help="PyTorch's threads for every recipe (0: each recipe's own)")
+    ap.add_argument("--unpinned", action="store_true",
+                    help="run both sides without OPENBLAS_CORETYPE (this benchmark's commands only)")
     a = ap.parse_args()
+    if a.unpinned:
+        ENV.pop("OPENBLAS_CORETYPE", None)
     unknown = set(a.only) - {r.name for r in RECIPES}
     if unknown or a.runs < 1:
         ap.error(f"unknown recipe {sorted(unknown)}" if unknown else "--runs must be positive")
@@ -159,45 +190,68 @@ def main():
     recipes = [r for r in RECIPES if not a.only or r.name in a.only]
 
     scratch = tempfile.mkdtemp(prefix="handgrad-bench-")
-    print(f"bench: {a.runs} pairs per recipe; load average {os.getloadavg()[0]:.2f} at the start", flush=True)
-    ceilings = [sgemm_ceiling()]
+    sides = sides_supported()
+    print(f"bench: {a.runs} rounds per recipe; sides: nanoGPT's loop, {', '.join(n for n, _ in sides)}; "
+          f"OPENBLAS_CORETYPE={ENV.get('OPENBLAS_CORETYPE', '(unset)')}; load average {os.getloadavg()[0]:.2f} "
+          f"at the start", flush=True)
+    tries = [ceilings()]
     rows = []
     t_start = time.time()
     for r in recipes:
-        pairs = []
+        rounds = []
         for i in range(a.runs):
-            order = ("torch", "handgrad") if i % 2 == 0 else ("handgrad", "torch")
-            res = {side: (run_torch(r, a.data, scratch, a.torch_threads) if side == "torch"
-                          else run_handgrad(r, a.data, scratch)) for side in order}
-            pairs.append(res)
-            print(f"  {r.name} pair {i + 1}: nanoGPT loop {res['torch']['ms']:.1f} ms, handgrad "
-                  f"{res['handgrad']['ms']:.1f} ms: {res['torch']['ms'] / res['handgrad']['ms']:.2f}×", flush=True)
-        ceilings.append(sgemm_ceiling())
-        rows.append((r, pairs))
+            order = ["torch"] + [n for n, _ in sides]
+            if i % 2:
+                order.reverse()
+            res = {}
+            for side in order:
+                res[side] = (run_torch(r, a.data, scratch, a.torch_threads) if side == "torch"
+                             else run_handgrad(r, a.data, scratch, dict(sides)[side]))
+            rounds.append(res)
+            print(f"  {r.name} round {i + 1}: nanoGPT loop {res['torch']['ms']:.1f} ms" +
+                  "".join(f", {n} {res[n]['ms']:.1f} ms ({res['torch']['ms'] / res[n]['ms']:.2f}×)" for n, _ in sides),
+                  flush=True)
+        tries.append(ceilings())
+        rows.append((r, rounds))
     shutil.rmtree(scratch, ignore_errors=True)
-    ceiling = max(ceilings)
+    best = {k: max(t[k] for t in tries) for k in ("library", "peak", "peak_bf16")}
+    backends = {}
+    for t in tries:
+        for name, g in t["backends"].items():
+            backends[name] = max(backends.get(name, 0.0), g)
 
-    print(f"\nsgemm ceiling {ceiling:.0f} GFLOP/s (best of {len(ceilings)} tries, {min(ceilings):.0f} at worst); "
-          f"load average {os.getloadavg()[0]:.2f} at the end; {(time.time() - t_start) / 60:.1f} min\n")
+    print(f"\nceilings, best of {len(tries)} tries on all threads: machine peak {best['peak']:.0f} GFLOP/s f32"
+          + (f", {best['peak_bf16']:.0f} bf16" if best["peak_bf16"] else " (no bf16 dot product on this CPU)")
+          + f"; best library product {best['library']:.0f} GFLOP/s ("
+          + ", ".join(f"{n} {g:.0f}" for n, g in backends.items()) + ")")
+    print(f"load average {os.getloadavg()[0]:.2f} at the end; {(time.time() - t_start) / 60:.1f} min\n")
     print("nanoGPT's loop: tools/bench_torch.py, PyTorch " + torch_version() + "; handgrad: build/train, ms/iter from its log.csv\n")
-    print(f"| recipe | nanoGPT's loop ms/iter | handgrad ms/iter | speed-up, median of {a.runs} (range) "
-          f"| floor at the ceiling | peak MiB nanoGPT / handgrad |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for r, pairs in rows:
-        ratios = [p["torch"]["ms"] / p["handgrad"]["ms"] for p in pairs]
-        pt = median([p["torch"]["ms"] for p in pairs])
-        hg = median([p["handgrad"]["ms"] for p in pairs])
-        floor = r.flops_per_iter() / (ceiling * 1e9) * 1000
-        rss_pt = max(p["torch"]["rss"] for p in pairs)
-        rss_hg = max(p["handgrad"]["rss"] for p in pairs)
-        print(f"| {r.label} | {pt:.1f} | {hg:.1f} | {median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}) "
-              f"| {floor:.1f} ms | {rss_pt:.0f} / {rss_hg:.0f} ({rss_hg / rss_pt:.2f}×) |")
+    head = "| recipe | nanoGPT's loop ms/iter |"
+    rule = "|---|---:|"
+    for n, _ in sides:
+        head += f" {n} ms/iter | speed-up, median of {a.runs} (range) | GFLOP/s: % of peak, % of best library |"
+        rule += "---:|---:|---:|"
+    print(head + " floor at the best library rate | peak MiB nanoGPT / handgrad |")
+    print(rule + "---:|---:|")
+    for r, rounds in rows:
+        pt = median([p["torch"]["ms"] for p in rounds])
+        line = f"| {r.label} | {pt:.1f} |"
+        for n, _ in sides:
+            ratios = [p["torch"]["ms"] / p[n]["ms"] for p in rounds]
+            hg = median([p[n]["ms"] for p in rounds])
+            gflops = r.flops_per_iter() / (hg / 1000) / 1e9
+            peak = best["peak_bf16"] if "bf16" in n and best["peak_bf16"] else best["peak"]
+            line += (f" {hg:.1f} | {median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}) "
+                     f"| {gflops:.0f}: {100 * gflops / peak:.0f} %, {100 * gflops / best['library']:.0f} % |")
+        floor = r.flops_per_iter() / (best["library"] * 1e9) * 1000
+        rss_pt = max(p["torch"]["rss"] for p in rounds)
+        rss_hg = max(p[sides[0][0]]["rss"] for p in rounds)
+        print(line + f" {floor:.1f} ms | {rss_pt:.0f} / {rss_hg:.0f} ({rss_hg / rss_pt:.2f}×) |")
     print()
-    for r, pairs in rows:
-        t, h = pairs[0]["torch"], pairs[0]["handgrad"]
+    for r, rounds in rows:
+        t, h = rounds[0]["torch"], rounds[0][sides[0][0]]
         print(f"{r.name}: nanoGPT's loop {t['layout']}, {t['threads']} torch threads; "
-              f"handgrad {' '.join(r.handgrad)}: {h['layout']}, threads {h['threads']}")
-
+              f"handgrad {' '.join(r.handgrad)}: {h['layout']}, threads {h['threads']}, matmul {h['matmul']}")
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,10 @@
 // one shared model keeps a single gradient arena (less memory) and lets OpenBLAS split big
 // sgemms. So `--batch_threads=auto` (train's default) times a few steps of each and takes the
 // faster: under a second for the course model on an idle machine; a setting whose step takes
-// over 2 s is timed on one step.
+// over 2 s is timed on one step. A model of more than two blocks is timed as models of one and
+// of two blocks, the step of n_layer carried from their difference (each block adds the same
+// work), so a deep model's start-up times small models. The answer is remembered per machine,
+// shapes and matmul backend (startup_cache.h): the next such run starts at once.
 //
 // Both settings compute the same step (to float rounding: the sums over rows split
 // differently), and a run with batch_threads = auto is, bit for bit, the run with the setting

@@ -1,6 +1,7 @@
 // matmul_choice.cpp — see matmul_choice.h.
 #include "lib/train/matmul_choice.h"
 
+#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include <algorithm>
@@ -163,12 +164,27 @@ static std::string compared(const MatmulChoice& c) {
     return s;
 }
 
+std::optional<MatmulBackend> recorded_matmul(const std::string& train_config) {
+    const nlohmann::json j = nlohmann::json::parse(train_config, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("matmul") || !j["matmul"].is_string()) return std::nullopt;
+    const std::string name = j["matmul"].get<std::string>();
+    for (MatmulBackend b : matmul_backends())
+        if (to_string(b) == name) return b;
+    return std::nullopt;
+}
+
 MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
-                           const std::function<std::vector<MatmulCall>()>& calls, int threads, const Dist& dist) {
+                           const std::function<std::vector<MatmulCall>()>& calls, int threads, const Dist& dist,
+                           std::optional<MatmulBackend> resumed) {
     MatmulChoice c;
     if (const std::optional<MatmulBackend> given = parse_matmul_flag(flag)) {
         c.backend = *given;
         c.why = "as --matmul says";
+        return c;
+    }
+    if (resumed) {
+        c.backend = *resumed;
+        c.why = "auto: as the checkpoint was trained";
         return c;
     }
     const std::vector<MatmulBackend> all = matmul_backends();

@@ -53,12 +53,18 @@ std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const Tra
 // The calls of one forward pass of B rows of T tokens (no targets), recorded the same way.
 std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
 
-// `flag` given: that backend. auto: the remembered answer for `key` on this machine, else the
+// The backend a checkpoint's train_config JSON records under "matmul" (train writes it beside
+// the TrainConfig), when it is one this build has; nullopt otherwise (an older checkpoint, one
+// from elsewhere: the record is informational, so nothing in it is an error).
+std::optional<MatmulBackend> recorded_matmul(const std::string& train_config);
+
+// `flag` given: that backend. auto: `resumed` (what a resumed run's checkpoint records, so that
+// it goes on as the run it resumes), else the remembered answer for `key` on this machine, else the
 // faster backend on `calls()` (means over the ranks of `dist`, so that every rank picks the
 // same), remembered. The choice is not applied: matmul_use(choice.backend) does that.
 MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
                            const std::function<std::vector<MatmulCall>()>& calls, int threads,
-                           const Dist& dist = {});
+                           const Dist& dist = {}, std::optional<MatmulBackend> resumed = std::nullopt);
 // The cache key of a training run's products and of a forward pass's.
 std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads);
 std::string forward_matmul_key(const GPTConfig& config, int B, int T, int threads);
