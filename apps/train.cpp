@@ -301,7 +301,8 @@ int main(int argc, char** argv) {
                 fmt::print("removed {} unfinished save(s) of {} (a run killed while saving)\n", n, ckpt_path);
         }
         const RunData d = load_run_data(flags, model, ckpt_path);
-        check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3));
+        check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3,
+                                           tc.dtype == DType::BFloat16));
         std::optional<BatchThreadsChoice> choice;
         if (parse_batch_threads(flags.batch_threads) == 0) {
             choice = choose_batch_threads(d.config, tc, threads, d.split.train, dist, d.resume ? &*d.ck : nullptr);
