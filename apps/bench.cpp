@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
         openblas_set_num_threads(threads);
         const GPTConfig c = model.config();
         const int T = c.block_size;
-        check_memory_available(memory_need(c, batch_size, T, batch_threads, 3));
+        check_memory_available(memory_need(c, batch_size, T, batch_threads, 3, parse_dtype(dtype) == DType::BFloat16));
 
         // Random tokens stand in for text: speed does not depend on what the tokens are.
         std::vector<int> ids(std::max<size_t>(200000, size_t(4) * T));

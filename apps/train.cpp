@@ -333,7 +333,8 @@ int main(int argc, char** argv) {
             remove_unfinished_saves((fs::path(flags.out_dir) / "run.toml").string());  // a run killed while writing it
         }
         const RunData d = load_run_data(flags, model, ckpt_path);
-        check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3));
+        check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3,
+                                           tc.dtype == DType::BFloat16));
         // The backend first (timed with the batch threads auto would try), then the batch threads with it.
         TrainConfig probe = tc;
         if (parse_batch_threads(flags.batch_threads) == 0) probe.batch_threads = replica_candidate(tc.batch_size, threads);

@@ -33,6 +33,7 @@
 #include "lib/kernels/matmul_bf16.h"
 #include "lib/layers/linear.h"
 #include "lib/model/gpt.h"
+#include "lib/model/memory_check.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/train/trainer.h"
 #include "tests/gradcheck.h"
@@ -189,6 +190,13 @@ TEST_CASE("bf16 training: copies refreshed by AdamW's and Muon's pass; float run
                 CHECK(copies_fresh(t));
             }
             for (const GPT<float>& rep : t.replicas) CHECK(rep.mixed.weights == t.model.mixed.weights);
+            // the memory check counts what was allocated
+            const int rows = r.tc.batch_size / R;
+            CHECK(t.model.mixed.acts_memory.size() == gpt_bf16_numbers(r.c, rows, r.c.block_size));
+            const MemoryNeed with = memory_need(r.c, r.tc.batch_size, r.c.block_size, R, 3, true);
+            const MemoryNeed without = memory_need(r.c, r.tc.batch_size, r.c.block_size, R, 3, false);
+            CHECK(with.total() - without.total() ==
+                  2.0 * (t.model.num_parameters + R * double(gpt_bf16_numbers(r.c, rows, r.c.block_size))));
         }
     r.tc.dtype = DType::Float32;
     Trainer f;

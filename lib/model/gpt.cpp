@@ -180,8 +180,24 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
                    config.rope_base);
 }
 
+// The bf16 copies of the linear layers' inputs and the backward's rounded dout, carved (or, with
+// base == nullptr, only counted) for batches up to (B, T).
+static size_t bind_bf16_activations(const GPTConfig& c, int B, int T, bf16* base, Bf16Copies& b) {
+    Carver<bf16> arena{base};
+    const size_t N = size_t(B) * T, C = c.n_embd, M = c.mlp_hidden();
+    const size_t widest = std::max({size_t(c.vocab_size), 3 * C, size_t(c.mlp_fc_width()), C});
+    b.h.assign(c.n_layer, Bf16Block{});
+    for (Bf16Block& s : b.h) s = {arena.take(N * C), arena.take(N * C), arena.take(N * C), arena.take(N * M)};
+    b.ln_f = arena.take(N * C), b.dout = arena.take(N * widest);
+    return arena.used;
+}
+
+size_t gpt_bf16_numbers(const GPTConfig& config, int max_B, int max_T) {
+    Bf16Copies unused;
+    return bind_bf16_activations(config, max_B, max_T, nullptr, unused);
+}
+
 void gpt_use_bf16(GPT<float>& m, const GPT<float>* share_params_of) {
-    const GPTConfig& c = m.config;
     Bf16Copies& b = m.mixed;
     b.params = m.params.wte;  // the table's first tensor: offset 0 of the parameter arena
     if (share_params_of) {
@@ -191,15 +207,8 @@ void gpt_use_bf16(GPT<float>& m, const GPT<float>* share_params_of) {
         b.weights_memory.allocate(m.num_parameters);
         b.weights = b.weights_memory.data();
     }
-    const size_t N = size_t(m.max_B) * m.max_T, C = c.n_embd, M = c.mlp_hidden();
-    const size_t widest = std::max({size_t(c.vocab_size), 3 * C, size_t(c.mlp_fc_width()), C});
-    for (int pass = 0; pass < 2; pass++) {  // count, then allocate and carve
-        Carver<bf16> arena{pass ? b.acts_memory.data() : nullptr};
-        b.h.assign(c.n_layer, Bf16Block{});
-        for (Bf16Block& s : b.h) s = {arena.take(N * C), arena.take(N * C), arena.take(N * C), arena.take(N * M)};
-        b.ln_f = arena.take(N * C), b.dout = arena.take(N * widest);
-        if (!pass) b.acts_memory.allocate(arena.used);
-    }
+    b.acts_memory.allocate(bind_bf16_activations(m.config, m.max_B, m.max_T, nullptr, b));
+    bind_bf16_activations(m.config, m.max_B, m.max_T, b.acts_memory.data(), b);
     if (!share_params_of) gpt_round_weights(m);
 }
 

@@ -11,7 +11,7 @@
 
 namespace hg {
 
-MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int replicas, int state_copies) {
+MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int replicas, int state_copies, bool with_bf16) {
     config.validate();
     check(batch_size >= 1 && replicas >= 1 && batch_size % replicas == 0,
           "batch_size ({}) must be positive and split evenly over {} batch threads", batch_size, replicas);
@@ -24,10 +24,14 @@ MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int repli
           "activations: no machine holds that", batch_size, T);
     MemoryNeed need;
     need.config = config, need.batch_size = batch_size, need.T = T, need.replicas = replicas;
-    need.state_copies = state_copies;
+    need.state_copies = state_copies, need.with_bf16 = with_bf16;
     const double bytes = sizeof(float);
     need.state_bytes = bytes * double(parameter_count(config)) * (state_copies + replicas);
     need.activation_bytes = bytes * replicas * double(gpt_activation_floats(config, batch_size / replicas, T));
+    if (with_bf16) {
+        need.state_bytes += 2.0 * double(parameter_count(config));
+        need.activation_bytes += 2.0 * replicas * double(gpt_bf16_numbers(config, batch_size / replicas, T));
+    }
     return need;
 }
 
@@ -62,7 +66,7 @@ void check_memory(const MemoryNeed& need, double available, const std::string& b
     if (need.total() <= budget) return;
     // The largest batch (a multiple of the replicas) that fits, by bisection: the need grows with it.
     const auto fits = [&](int b) {
-        return memory_need(need.config, b, need.T, need.replicas, need.state_copies).total() <= budget;
+        return memory_need(need.config, b, need.T, need.replicas, need.state_copies, need.with_bf16).total() <= budget;
     };
     int lo = 0, hi = need.batch_size / need.replicas;  // in rows per replica: lo fits (or is 0), hi does not
     while (hi - lo > 1) {
