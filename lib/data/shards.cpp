@@ -195,7 +195,7 @@ TokenData open_token_data(const std::string& path, bool need_train) {
     std::vector<std::string> train, val;
     std::vector<std::string> dirs;  // the directories the files are in (their tokenizer.json)
     bool raw = false;
-    if (path.find_first_of("*?[") != std::string::npos) {
+    if (path.find_first_of("*?[") != std::string::npos || !fs::is_directory(path)) {  // a glob, or one file
         glob_t g{};
         const int rc = glob(path.c_str(), 0, nullptr, &g);
         std::vector<std::string> found(g.gl_pathv, g.gl_pathv + (rc == 0 ? g.gl_pathc : 0));
@@ -207,7 +207,7 @@ TokenData open_token_data(const std::string& path, bool need_train) {
             (split == "train" ? train : val).push_back(f);
             dirs.push_back(fs::path(f).parent_path().string());
         }
-    } else if (fs::is_directory(path)) {
+    } else {
         dirs.push_back(path);
         for (const fs::directory_entry& e : fs::directory_iterator(path)) {
             const std::string split = shard_split(e.path().filename().string());
@@ -228,9 +228,6 @@ TokenData open_token_data(const std::string& path, bool need_train) {
                 if (fs::exists(f)) (name[0] == 't' ? train : val).push_back(f.string());
             }
         }
-    } else {
-        fail("--data={}: no such directory (a text file, a directory of shards or nanoGPT's .bin files, or a glob "
-             "of shards)", path);
     }
     std::sort(train.begin(), train.end());
     std::sort(val.begin(), val.end());

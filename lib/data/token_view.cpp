@@ -11,12 +11,17 @@ namespace hg {
 
 static const size_t kPageBytes = size_t(sysconf(_SC_PAGESIZE));
 
-TokenView TokenView::mapped(std::vector<Part> parts) {
+TokenView TokenView::arrays(std::vector<Part> parts) {
     TokenView v;
     v.starts_.push_back(0);
     for (const Part& p : parts) v.starts_.push_back(v.starts_.back() + p.n);
     v.size_ = v.starts_.back();
     v.parts_ = std::move(parts);
+    return v;
+}
+
+TokenView TokenView::mapped(std::vector<Part> parts) {
+    TokenView v = arrays(std::move(parts));
     v.read_since_release_ = std::make_shared<std::atomic<size_t>>(0);
     return v;
 }
@@ -40,7 +45,7 @@ void TokenView::copy(size_t start, size_t n, int* out) const {
     }
     // The pages it may have mapped: the bytes read in whole pages, and fault-around at each end.
     const size_t touched = (2 * n / kPageBytes + 1) * kPageBytes + 2 * kFaultAroundBytes;
-    if (read_since_release_->fetch_add(touched) + touched >= kReleaseBytes) release_pages();
+    if (read_since_release_ && read_since_release_->fetch_add(touched) + touched >= kReleaseBytes) release_pages();
 }
 
 int TokenView::at(size_t i) const {

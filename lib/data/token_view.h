@@ -38,12 +38,16 @@ public:
     TokenView(const std::vector<int>& ids) : ints_(ids.data()), size_(ids.size()) {}  // NOLINT
     TokenView(const int* ids, size_t n) : ints_(ids), size_(n) {}                     // ids (n)
 
-    // One mapped uint16 array of the concatenation: its tokens and n (they must outlive the view).
+    // One uint16 array of the concatenation: its tokens and n (they must outlive the view).
     struct Part {
         const uint16_t* tokens;  // (n)
         size_t n;
     };
+    // Arrays in read-only file mappings (MappedFile, shards.h): their pages are handed back as
+    // above. Only for such mappings: handed back, other memory would read as zeros.
     static TokenView mapped(std::vector<Part> parts);
+    // Arrays anywhere (in memory): read the same way, nothing handed back.
+    static TokenView arrays(std::vector<Part> parts);
 
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
@@ -62,7 +66,8 @@ private:
     size_t size_ = 0;
     std::vector<Part> parts_;     // a mapped view's arrays, in order
     std::vector<size_t> starts_;  // (parts + 1) where each part begins in the concatenation
-    // Bytes of pages touched since the pages were last handed back; shared by copies of the view.
+    // Bytes of pages touched since the pages were last handed back, shared by copies of the
+    // view; null: nothing is handed back (arrays()).
     std::shared_ptr<std::atomic<size_t>> read_since_release_;
 
     void release_pages() const;

@@ -2,6 +2,7 @@
 // .bin (formats: lib/data/shards.h). Files are written as NAME.partial; commit() renames them
 // once all are complete, and a writer destroyed without commit() removes them.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
