@@ -466,9 +466,11 @@ example-check: build
 
 # llm.c's own C code (a checkout at LLMC=PATH; without one the script says so and skips) reads
 # handgrad's model file and debug state and checks them; the round trip through train_gpt2.c.
+# GPT2_SMALL=0 leaves GPT-2 small's shape out (minutes of llm.c's steps on 2 cores).
+GPT2_SMALL ?= 1
 .PHONY: llmc-check
 llmc-check: build data data-gpt2
-	HANDGRAD_BIN=$(BUILD) bash tools/llmc_check.sh $(LLMC)
+	HANDGRAD_BIN=$(BUILD) GPT2_SMALL=$(GPT2_SMALL) bash tools/llmc_check.sh $(LLMC)
 
 clean:
 	rm -rf build build-asan build-fuzz
