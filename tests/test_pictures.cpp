@@ -53,8 +53,9 @@ TEST_CASE("activations writes the model's own attention, logits, causality and r
     TinyRun tiny;
     const std::string prompt = "to be or not";  // T = 12 ≤ block_size 16
     const fs::path out = tiny.dir / "acts.json";
+    // The library below runs on OpenBLAS; the app on the same backend, so that the norms agree beyond rounding.
     const Run r = run(bin("activations") + " --ckpt=" + tiny.ckpt() + " --prompt='" + prompt + "' --change_to=q --out=" +
-                      out.string());
+                      out.string() + " --matmul=openblas");
     INFO(r.output);
     REQUIRE(r.status == 0);
     const auto j = nlohmann::json::parse(read_bytes(out));

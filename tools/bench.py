@@ -130,7 +130,7 @@ def run_handgrad(r, data, scratch, extra):
         ms = [float(row["ms_per_iter"]) for row in csv.DictReader(f) if row["kind"] == "train"]
     with open(log) as f:
         text = f.read()
-    model = re.search(r"^model: .*\((.*)\)$", text, re.M)
+    model = re.search(r"^model: [^(]*\((.*)\)$", text, re.M)
     threads = re.search(r"^threads: (.*?), SIMD", text, re.M)
     matmul = re.search(r"^matmul: (\S+)", text, re.M)
     shutil.rmtree(out_dir, ignore_errors=True)

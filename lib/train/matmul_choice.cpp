@@ -192,7 +192,12 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
         c.why = "auto: the only backend in this build";
         return c;
     }
-    if (std::optional<MatmulChoice> seen = decode(cache_get(key).value_or(""))) {
+    std::optional<MatmulChoice> seen = decode(cache_get(key).value_or(""));
+    // Every rank must take the remembered answer, or all measure (each host has its own cache).
+    if (dist_mean(dist, seen ? 1.0 : 0.0) < 1.0) seen.reset();
+    if (seen) {
+        for (double& ms : seen->ms) ms = dist_mean(dist, ms);
+        seen->backend = all[std::min_element(seen->ms.begin(), seen->ms.end()) - seen->ms.begin()];
         seen->why = fmt::format("auto: {}, remembered from an earlier run on this machine ({})", compared(*seen),
                                 cache_path());
         return *seen;
