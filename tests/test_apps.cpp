@@ -152,6 +152,28 @@ TEST_CASE("train --optimizer=muon prints its groups and resumes exactly through 
                  "--optimizer=muon");
 }
 
+TEST_CASE("train --dtype=bfloat16 says so, resumes exactly, and its checkpoint resumes in float32", "[apps][bf16][resume]") {
+    TempDir tmp("handgrad-apps");
+    const std::string data = write_file(tmp.path / "data.txt", corpus());
+    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
+    const std::string common = kTiny + " --data=" + data + " --dtype=bfloat16 --lr_decay_iters=8 --eval_interval=4 "
+                               "--log_interval=4";
+    Run straight = run(bin("train") + common + " --max_iters=8 --out_dir=" + a);
+    INFO(straight.output);
+    REQUIRE(straight.status == 0);
+    CHECK(straight.output.find("dtype: bfloat16 (products: ") != std::string::npos);
+    REQUIRE(run(bin("train") + common + " --max_iters=4 --out_dir=" + b).status == 0);
+    Run resumed = run(bin("train") + common + " --max_iters=8 --init_from=resume --out_dir=" + b);
+    INFO(resumed.output);
+    REQUIRE(resumed.status == 0);
+    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 0);
+    Run as_float = run(bin("train") + kTiny + " --data=" + data + " --max_iters=10 --lr_decay_iters=8 "
+                       "--eval_interval=4 --init_from=resume --out_dir=" + b);
+    INFO(as_float.output);
+    CHECK(as_float.status == 0);
+    CHECK(as_float.output.find("dtype: float32") != std::string::npos);
+}
+
 TEST_CASE("a non-finite loss stops training and keeps the last good checkpoint", "[apps][nan]") {
     TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());

@@ -122,24 +122,30 @@ TEST_CASE("the bf16 step's gradients are the float step's within the bound from 
         const std::vector<float> g32 = step_gradient(m, idx, tgt, B, T);
         const double loss32 = m.loss;
         gpt_use_bf16(m);
-        const std::vector<float> g16 = step_gradient(m, idx, tgt, B, T);
-        const double bound = 2.0 * (2 * L + 1) * (2 * kU + B * T * kEps);
-        INFO(name << ": loss " << loss32 << " (float) and " << m.loss << " (bf16); bound " << bound);
-        CHECK(std::fabs(m.loss - loss32) <= bound * loss32);
-        double worst = 0, largest_change = 0;
-        for (const TensorSpec& t : m.table) {
-            double diff = 0, ref = 0;
-            for (size_t i = t.offset; i < t.offset + t.shape.numel(); i++)
-                diff += double(g16[i] - g32[i]) * (g16[i] - g32[i]), ref += double(g32[i]) * g32[i];
-            if (ref == 0) continue;  // (none in this model; a zero gradient has nothing to compare)
-            const double rel = std::sqrt(diff / ref);
-            INFO(t.name << ": relative error " << rel);
-            CHECK(rel <= bound);
-            worst = std::max(worst, rel), largest_change = std::max(largest_change, diff);
+        for (bool widen : {false, true}) {  // both ways of running the products
+            matmul_bf16_force_widen(widen);
+            const std::vector<float> g16 = step_gradient(m, idx, tgt, B, T);
+            const double bound = 2.0 * (2 * L + 1) * (2 * kU + B * T * kEps);
+            INFO(name << ", " << matmul_bf16_describe() << ": loss " << loss32 << " (float) and " << m.loss
+                      << " (bf16); bound " << bound);
+            CHECK(std::fabs(m.loss - loss32) <= bound * loss32);
+            double worst = 0, largest_change = 0;
+            for (const TensorSpec& t : m.table) {
+                double diff = 0, ref = 0;
+                for (size_t i = t.offset; i < t.offset + t.shape.numel(); i++)
+                    diff += double(g16[i] - g32[i]) * (g16[i] - g32[i]), ref += double(g32[i]) * g32[i];
+                if (ref == 0) continue;  // (none in this model; a zero gradient has nothing to compare)
+                const double rel = std::sqrt(diff / ref);
+                INFO(t.name << ": relative error " << rel);
+                CHECK(rel <= bound);
+                worst = std::max(worst, rel), largest_change = std::max(largest_change, diff);
+            }
+            WARN(name << ", " << matmul_bf16_describe() << ": worst relative gradient error " << worst
+                      << " against the bound " << bound);
+            CHECK(largest_change > 0);  // bf16 really ran
         }
-        WARN(name << ": worst relative gradient error " << worst << " against the bound " << bound);
-        CHECK(largest_change > 0);  // bf16 really ran
     }
+    matmul_bf16_force_widen(false);
 }
 
 // A small corpus, the tiny model and the training config the trainer tests below share.
