@@ -48,7 +48,7 @@ done
 # Training: one thread, so the numbers do not depend on a second core's load.
 "$BIN/prepare" --quiet --tokenizer=char --out_dir="$WORK/tiny-char" "$DATA" > /dev/null
 "$BIN/prepare" --quiet --tokenizer=gpt2 --gpt2_dir="$GPT2_DIR" --out_dir="$WORK/tiny-gpt2" "$DATA" > /dev/null
-TRAIN="--preset=course --batch_size=12 --block_size=64 --max_iters=$ITERS --lr_decay_iters=$ITERS --warmup_iters=10 \
+TRAIN="--preset=course --batch_size=12 --block_size=64 --max_iters=$ITERS --lr_decay_iters=$ITERS --warmup_iters=$(( ITERS < 10 ? ITERS : 10 )) \
   --eval_interval=$ITERS --eval_iters=20 --log_interval=$ITERS --threads=1 --batch_threads=1 --gpt2_dir=$GPT2_DIR"
 echo
 echo "| --data | peak RSS | wall time | last val loss |"
