@@ -146,6 +146,17 @@ TEST_CASE("token data: a directory of shards, a glob of them, nanoGPT's director
             REQUIRE(std::equal(w.begin(), w.end(), train.begin() + at));
         }
     }
+    // llm.c's single-shard names; a name that only looks alike is no shard
+    const fs::path single = tmp.path / "single";
+    fs::create_directories(single);
+    write_file(single / "tiny_shakespeare_train.bin", shard_bytes(a));
+    write_file(single / "tiny_shakespeare_val.bin", shard_bytes(v));
+    write_file(single / "notes_training.bin", "not a shard");
+    write_file(single / "x_val_12a.bin", "not a shard");
+    const TokenData s1 = open_token_data(single.string());
+    CHECK(s1.train.paths.size() == 1);
+    CHECK(s1.val.paths.size() == 1);
+    CHECK(s1.val.tokens() == v.size());
     // nanoGPT: raw uint16, no header
     const fs::path nano = tmp.path / "nano";
     fs::create_directories(nano);

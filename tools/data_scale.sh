@@ -6,11 +6,12 @@
 # 1. tools/make_corpus.py writes MB million bytes of text from tiny Shakespeare (deterministic);
 # 2. build/prepare turns it into shards, with the char tokenizer and with GPT-2's: wall time,
 #    tokens per second, shard count and peak RSS of each;
-# 3. build/train trains the course model ITERS iterations on those shards, and the same run on
-#    tiny Shakespeare as a text file (--data=FILE, all of it in memory): peak RSS of each.
-# Prints one markdown table. Peak RSS is /usr/bin/time's maximum resident set size. Environment:
+# 3. build/train trains the course model ITERS iterations (one thread) on those shards, on tiny
+#    Shakespeare's shards, and on tiny Shakespeare as a text file (--data=FILE, all of it in
+#    memory), with each tokenizer: peak RSS of each.
+# Prints two markdown tables. Peak RSS is /usr/bin/time's maximum resident set size. Environment:
 # WORK (default /tmp/handgrad-scale, removed at the end unless KEEP=1), HANDGRAD_BIN (build),
-# DATA (tiny Shakespeare), GPT2_DIR (data/gpt2), ITERS (200), THREADS (nproc).
+# DATA (tiny Shakespeare), GPT2_DIR (data/gpt2), ITERS (100), THREADS (nproc, for build/prepare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${1:-2000}
@@ -18,7 +19,7 @@ WORK=${WORK:-/tmp/handgrad-scale}
 BIN=${HANDGRAD_BIN:-build}
 DATA=${DATA:-data/tinyshakespeare/input.txt}
 GPT2_DIR=${GPT2_DIR:-data/gpt2}
-ITERS=${ITERS:-200}
+ITERS=${ITERS:-100}
 THREADS=${THREADS:-$(nproc)}
 mkdir -p "$WORK"
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
@@ -44,14 +45,23 @@ for tok in char gpt2; do
     printf "| build/prepare --tokenizer=%s | %.2f GB of text | %.0f s | %.2f M tokens/s, %.1f MB/s | %.0f M tokens in %d shards | %d MB |\n",
       t, b / 1e9, s, n / s / 1e6, b / s / 1e6, n / 1e6, k, r }'
 done
-TRAIN="--preset=course --batch_size=12 --block_size=64 --max_iters=$ITERS --lr_decay_iters=$ITERS --warmup_iters=10 \
-  --eval_interval=$ITERS --eval_iters=20 --log_interval=$ITERS --threads=$THREADS --batch_threads=1"
-row() {  # name data log [flags]
-  measure "$3" "$BIN/train" $TRAIN --data="$2" --out_dir="$WORK/out-$1" ${4:-}
-  local loss; loss=$(grep -o 'val loss [0-9.]*' "$3" | tail -1)
-  echo "| build/train ($ITERS iterations, course model, $1) | $2 | ${SECS} s | $loss | | ${RSS_MB} MB |"
+# Training: one thread, so the numbers do not depend on a second core's load.
+"$BIN/prepare" --quiet --tokenizer=char --out_dir="$WORK/tiny-char" "$DATA" > /dev/null
+"$BIN/prepare" --quiet --tokenizer=gpt2 --gpt2_dir="$GPT2_DIR" --out_dir="$WORK/tiny-gpt2" "$DATA" > /dev/null
+TRAIN="--preset=course --batch_size=12 --block_size=64 --max_iters=$ITERS --lr_decay_iters=$ITERS --warmup_iters=$(( ITERS < 10 ? ITERS : 10 )) \
+  --eval_interval=$ITERS --eval_iters=20 --log_interval=$ITERS --threads=1 --batch_threads=1 --gpt2_dir=$GPT2_DIR"
+echo
+echo "| --data | peak RSS | wall time | last val loss |"
+echo "|---|---|---|---|"
+row() {  # name, then train's data flags
+  local name=$1; shift
+  rm -rf "$WORK/out"
+  measure "$WORK/train.log" "$BIN/train" $TRAIN --out_dir="$WORK/out" "$@"
+  echo "| $name | ${RSS_MB} MB | ${SECS} s | $(grep -o 'val loss [0-9.]*' "$WORK/train.log" | tail -1) |"
 }
-row "char, text" "$DATA" "$WORK/train-text.log"
-row "char, shards" "$WORK/char" "$WORK/train-char.log"
-row "gpt2, text" "$DATA" "$WORK/train-text-gpt2.log" "--tokenizer=gpt2 --gpt2_dir=$GPT2_DIR"
-row "gpt2, shards" "$WORK/gpt2" "$WORK/train-gpt2.log" "--gpt2_dir=$GPT2_DIR"
+row "tiny Shakespeare, text file (char)" --data="$DATA"
+row "tiny Shakespeare, char shards" --data="$WORK/tiny-char"
+row "$MB MB corpus, char shards" --data="$WORK/char"
+row "tiny Shakespeare, text file (gpt2)" --data="$DATA" --tokenizer=gpt2
+row "tiny Shakespeare, gpt2 shards" --data="$WORK/tiny-gpt2"
+row "$MB MB corpus, gpt2 shards" --data="$WORK/gpt2"

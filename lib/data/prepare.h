@@ -26,10 +26,11 @@
 // found by the same first pass, or read from a vocabulary file (a tokenizer.json) given
 // beforehand; it is written beside the tokens (tokenizer.json) with the first shard.
 //
-// Memory: the bytes of one batch (batch_pieces pieces of at most 2·chunk_bytes, held twice: as
-// read and as pieces) and their tokens (4 bytes each, at most one per byte), plus the tokenizer
-// and, for shards, up to kTailTokens tokens held back: at most 12·batch_pieces·chunk_bytes +
-// 128 kB + the tokenizer, whatever the input's size (docs/data.md has the measurement).
+// Memory, whatever the input's size: the stream's unread bytes (under 3·chunk_bytes), one batch
+// of batch_pieces pieces (at most 2·chunk_bytes each) and their tokens as ints (4 bytes each,
+// at most one per byte), the writer's uint16 copy of one piece's tokens, and for shards up to
+// kTailTokens tokens held back: about (10·batch_pieces + 7)·chunk_bytes + 128 kB, plus the
+// tokenizer (docs/data.md has the measurement).
 //
 // Shards hold shard_tokens tokens each, except the last of each split: a tail shorter than
 // kTailTokens goes into the shard before it (which may then hold up to shard_tokens +

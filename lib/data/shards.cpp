@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "lib/core/errors.h"
 #include "lib/text/char_tokenizer.h"
@@ -156,10 +155,17 @@ bool is_token_data_path(const std::string& path) {
 }
 
 // "train", "val", or "" for a file name outside llm.c's naming.
-static std::string shard_split(const std::string& name) {
-    static const std::regex re(".*_(train|val)(_[0-9]+)?\\.bin");
-    std::smatch m;
-    return std::regex_match(name, m, re) ? m[1].str() : "";
+static std::string shard_split(std::string name) {  // ..._train.bin, ..._train_000001.bin
+    auto ends_with = [&](const std::string& tail) {
+        return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (!ends_with(".bin")) return "";
+    name.resize(name.size() - 4);
+    const size_t digits = name.size() - (name.find_last_not_of("0123456789") + 1);
+    if (digits > 0 && name.size() > digits && name[name.size() - digits - 1] == '_') name.resize(name.size() - digits - 1);
+    for (const char* split : {"train", "val"})
+        if (ends_with(std::string("_") + split) && name.size() > std::strlen(split) + 1) return split;
+    return "";
 }
 
 // Opens each path (an llm.c shard, or nanoGPT's raw tokens), checks its tokens against V and its
