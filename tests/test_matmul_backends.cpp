@@ -296,7 +296,9 @@ TEST_CASE("the machine's peak: positive, and not below the order of the measured
     CHECK(c[7] == Approx(0.125f * n));
     const double sgemm = 2.0 * n * n * n / best / 1e9;
     INFO("peak " << peak << " GFLOP/s, sgemm " << sgemm << " GFLOP/s");
+#ifndef __SANITIZE_ADDRESS__  // make asan builds the loop at -O1 with checks on every vector; the BLAS stays fast
     CHECK(peak >= 0.1 * sgemm);
+#endif
     if (cpu_has_bf16_dot()) CHECK(peak_bf16_gflops(threads, 0.05) > 0);
     else CHECK(peak_bf16_gflops(threads, 0.05) == 0);
 }
