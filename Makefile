@@ -29,21 +29,52 @@ DEBUG    ?= -g
 CXXFLAGS ?= $(OPT) $(DEBUG) -std=c++17 -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter
 CPPFLAGS += -I. -MMD -MP
 
-# OpenMP (switch off with OPENMP=0): our own loops, and OpenBLAS too, because we link
-# Debian's OpenMP build of OpenBLAS so both share one thread pool and never oversubscribe.
-OPENMP ?= 1
-ifeq ($(OPENMP),1)
-  CXXFLAGS += -fopenmp
-  LDFLAGS  += -fopenmp
-  BLASDIR  := /usr/lib/x86_64-linux-gnu/openblas-openmp
-else
-  BLASDIR  := /usr/lib/x86_64-linux-gnu/openblas-pthread
+# Where the libraries are is asked, never assumed (docs/platforms.md). TRIPLET is the compiler's
+# multiarch name (x86_64-linux-gnu, aarch64-linux-gnu; empty where there is none, as on macOS);
+# the rest comes from pkg-config. CROSS=aarch64-linux-gnu builds for that triplet with its g++
+# (ccache kept if CXX has it; CXX= on the command line wins) against Debian's multiarch
+# packages of it (make deps-arm64), without MPI.
+CROSS ?=
+ifneq ($(CROSS),)
+  ifneq ($(origin CXX),command line)
+    CXX := $(if $(filter ccache,$(CXX)),ccache )$(CROSS)-g++
+  endif
+  MPI        ?= 0
+  ONEDNN     ?= 0
+  PKG_CONFIG ?= PKG_CONFIG_LIBDIR=/usr/lib/$(CROSS)/pkgconfig:/usr/share/pkgconfig pkg-config
 endif
-CPPFLAGS += -I/usr/include/x86_64-linux-gnu/$(notdir $(BLASDIR))
-LDLIBS   += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas -lhwy -lhwy_contrib -lfmt -lm
-# PCRE2 (8-bit code units, with Unicode properties) runs GPT-2's pre-tokenizer pattern (lib/text/bpe.cpp).
-CPPFLAGS += $(shell pkg-config --cflags libpcre2-8 2>/dev/null)
-LDLIBS   += $(or $(shell pkg-config --libs libpcre2-8 2>/dev/null),-lpcre2-8)
+PKG_CONFIG ?= pkg-config
+TRIPLET    := $(shell $(CXX) -print-multiarch 2>/dev/null)
+# GCC on aarch64 notes that passing some structs changed ABI in GCC 10 (nothing here mixes
+# compilers that old): silenced, so that warnings stay the signal.
+CXXFLAGS   += $(if $(filter aarch64%,$(TRIPLET)),-Wno-psabi)
+
+# OpenMP (switch off with OPENMP=0): our own loops, and OpenBLAS too, because we link
+# OpenBLAS's OpenMP build so both share one thread pool and never oversubscribe. Debian ships
+# it in /usr/lib/TRIPLET/openblas-openmp, next to the pthread build, and pkg-config's openblas
+# follows whichever the alternatives system picked; so that directory first, pkg-config's
+# otherwise. BLAS_DIR= (the directory of libopenblas), BLAS_INC= (-I flags) and BLAS_LIB= (the
+# library: Fedora's OpenMP build is -lopenblaso) override them.
+OPENMP ?= 1
+BLAS_BUILD := openblas-$(if $(filter 1,$(OPENMP)),openmp,pthread)
+BLAS_LIB   ?= -lopenblas
+# OMP_FLAGS / OMP_LIBS: how this compiler spells OpenMP (Apple's clang needs libomp named).
+OMP_FLAGS ?= -fopenmp
+OMP_LIBS  ?= -fopenmp
+ifeq ($(OPENMP),1)
+  CXXFLAGS += $(OMP_FLAGS)
+  LDFLAGS  += $(OMP_LIBS)
+endif
+BLAS_DIR ?= $(or $(wildcard /usr/lib/$(TRIPLET)/$(BLAS_BUILD)),$(shell $(PKG_CONFIG) --variable=libdir openblas 2>/dev/null))
+BLAS_INC ?= $(if $(wildcard /usr/include/$(TRIPLET)/$(BLAS_BUILD)),-I/usr/include/$(TRIPLET)/$(BLAS_BUILD),$(filter -I%,$(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)))
+# Highway, fmt and PCRE2 (8-bit code units, with Unicode properties: GPT-2's pre-tokenizer
+# pattern, lib/text/bpe.cpp): include paths and libraries from pkg-config, plain -l names without it.
+DEP_PC   := libhwy libhwy-contrib fmt libpcre2-8
+DEP_INC  := $(filter -I%,$(shell $(PKG_CONFIG) --cflags $(DEP_PC) 2>/dev/null))
+DEP_LIBS := $(or $(shell $(PKG_CONFIG) --libs $(DEP_PC) 2>/dev/null),-lhwy_contrib -lhwy -lfmt -lpcre2-8)
+CPPFLAGS += $(BLAS_INC) $(DEP_INC)
+comma    := ,
+LDLIBS   += $(if $(BLAS_DIR),-L$(BLAS_DIR) -Wl$(comma)-rpath$(comma)$(BLAS_DIR)) $(BLAS_LIB) $(DEP_LIBS) -lm
 
 # MPI (switch off with MPI=0): data-parallel training across processes, when Open MPI's
 # compiler wrapper is installed (`make deps-mpi` installs it; the normal build never needs it).
@@ -54,15 +85,6 @@ ifeq ($(MPI),1)
   MPI_CPPFLAGS := -DHANDGRAD_MPI -DOMPI_SKIP_MPICXX $(shell mpicxx --showme:compile)
   LDLIBS       += $(filter-out -lmpi_cxx,$(shell mpicxx --showme:link))
 endif
-
-# oneDNN (switch off with ONEDNN=0): its matmul primitive runs the bf16 products when its header
-# is installed (`make deps` installs libdnnl-dev); without it they widen to float (lib/kernels/matmul_bf16.h).
-ONEDNN ?= $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
-ifeq ($(ONEDNN),1)
-  ONEDNN_CPPFLAGS := -DHANDGRAD_ONEDNN
-  LDLIBS   += -ldnnl
-endif
-$(BUILD)/obj/lib/kernels/matmul_bf16.o $(BUILD)/obj-pic/lib/kernels/matmul_bf16.o: CPPFLAGS += $(ONEDNN_CPPFLAGS)
 
 ifneq ($(SAN),)
   CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -78,7 +100,7 @@ APPS     := $(APP_SRC:apps/%.cpp=$(BUILD)/%)
 
 # Everything the build and the tools need, as Debian packages (installed by `make deps`).
 DEB_PKGS := g++ make pkg-config libopenblas-dev libopenblas-openmp-dev libhwy-dev catch2 \
-            libfmt-dev libdnnl-dev nlohmann-json3-dev libcli11-dev libpcre2-dev python3-regex curl ca-certificates
+            libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev python3-regex curl ca-certificates
 MPI_PKGS := libopenmpi-dev openmpi-bin
 FUZZ_PKGS := clang libclang-rt-14-dev libomp-14-dev
 
@@ -87,9 +109,11 @@ DATA        := data/tinyshakespeare/input.txt
 SHARED_GPT2 ?= ../shared/data/gpt2
 GPT2_DIR    := data/gpt2
 GPT2_FILES  := $(GPT2_DIR)/encoder.json $(GPT2_DIR)/vocab.bpe
-# oneDNN (switch off with ONEDNN=0): a second backend for the products (lib/kernels/matmul.h),
-# on by default when its headers are installed (`make deps` installs libdnnl-dev). Without it
-# everything builds and runs on OpenBLAS alone. Switching it rebuilds the library.
+# oneDNN (switch off with ONEDNN=0): a second backend for the float products
+# (lib/kernels/matmul.h) and the bf16 products' fast path (lib/kernels/matmul_bf16.h), on by
+# default when its headers are installed (`make deps` installs libdnnl-dev). Without it
+# everything builds and runs on OpenBLAS alone, bf16 products widened to float. Switching it
+# rebuilds the library. Cross builds leave it off (make deps-arm64 does not install it).
 ONEDNN ?= $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
 DEB_PKGS += libdnnl-dev
 ifeq ($(ONEDNN),1)
@@ -101,8 +125,8 @@ $(BUILD)/onednn-$(ONEDNN).stamp:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/onednn-*.stamp && touch $@
 
 OUT_DIR     ?= out-shakespeare-char
-THREADS     ?= $(shell nproc)
-JOBS        ?= $(shell nproc)
+THREADS     ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
+JOBS        ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 
 .PHONY: all deps deps-mpi deps-fuzz fuzz build test test-mpi asan train train-mpi sample bench plot data data-gpt2 clean crosscheck speedrun speedrun-search \
         crosscheck-deps finetune
@@ -111,7 +135,8 @@ all: build
 
 # Install only what is missing; as root directly, otherwise through sudo.
 deps deps-mpi deps-fuzz:
-	@missing=$$(for p in $(if $(filter deps-mpi,$@),$(MPI_PKGS),$(if $(filter deps-fuzz,$@),$(FUZZ_PKGS),$(DEB_PKGS))); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	@command -v dpkg-query >/dev/null || { echo "$@: not a Debian system: install the packages of docs/platforms.md yourself"; exit 0; }; \
+	missing=$$(for p in $(if $(filter deps-mpi,$@),$(MPI_PKGS),$(if $(filter deps-fuzz,$@),$(FUZZ_PKGS),$(DEB_PKGS))); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
@@ -182,7 +207,7 @@ FUZZ_FLAGS   := -O1 -g1 -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=a
 FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.cpp=build-fuzz/%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.cpp=build-fuzz/obj/%.o)
-FUZZ_BLAS    := /usr/lib/x86_64-linux-gnu/openblas-pthread
+FUZZ_BLAS    := /usr/lib/$(TRIPLET)/openblas-pthread
 build-fuzz/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(CPPFLAGS) -I$(FUZZ_BLAS:/usr/lib/%=/usr/include/%) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -446,8 +471,8 @@ $(BUILD)/$(HG_SO): $(LIB_PIC_OBJ)
 # handgrad.pc is lib/handgrad.pc.in with this build's prefix, version, OpenMP, OpenBLAS and MPI.
 install:
 	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) $(HG_BUILT)
-	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(HG_VERSION)|' -e 's|@BLASDIR@|$(BLASDIR)|g' \
-	  -e 's|@OPENMP@|$(if $(filter 1,$(OPENMP)),-fopenmp )|' \
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(HG_VERSION)|' -e 's|@BLASDIR@|$(BLAS_DIR)|g' \
+	  -e 's|@OPENMP@|$(if $(filter 1,$(OPENMP)),$(OMP_LIBS) )|' \
 	  -e 's|@MPI@|$(if $(HG_MPI_LIBS), $(HG_MPI_LIBS))|' -e 's|@ONEDNN@|$(if $(filter 1,$(ONEDNN)), -ldnnl)|' \
 	  lib/handgrad.pc.in > $(BUILD)/handgrad.pc
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' HEADERS='$(HG_HEADERS)' LIBS='$(HG_BUILT)' \
@@ -472,7 +497,52 @@ GPT2_SMALL ?= 1
 llmc-check: build data data-gpt2
 	HANDGRAD_BIN=$(BUILD) GPT2_SMALL=$(GPT2_SMALL) bash tools/llmc_check.sh $(LLMC)
 
+# ---------------------------------------------------------------------------------------------
+# ARM64 under emulation (docs/platforms.md). The test binary cross-built for aarch64 (CROSS=, into
+# ARM64_BUILD) against Debian's arm64 packages, and run by qemu-aarch64 with -cpu max, a CPU with
+# NEON, SVE and SVE2 (SVE vectors of 512 bits): Highway dispatches to each of them in turn, so
+# every kernel meets its scalar twin on every ARM target. ARM64_TESTS is the whole suite but the
+# tests that start the apps as processes, the allocation counts (10 minutes under emulation) and
+# MPI (docs/platforms.md says why). Then the kernel tests again at SVE widths of 128, 256, 1024
+# and 2048 bits (ARM64_SVE_WIDTHS): at 128 and 256 Highway adds its fixed-width SVE2_128 and
+# SVE_256 targets, at 2048 a vector holds 64 floats.
+ARM64_TRIPLET    := aarch64-linux-gnu
+ARM64_BUILD      ?= build-arm64
+ARM64_PKGS       := crossbuild-essential-arm64 qemu-user libopenblas-openmp-dev:arm64 libopenblas-dev:arm64 \
+                    libhwy-dev:arm64 libfmt-dev:arm64 libpcre2-dev:arm64
+ARM64_TESTS      ?= "~[apps]~[circuits]~[alloc]~[mpi]~[.]"
+ARM64_WIDE_TESTS ?= "[simd]~[determinism],[platform]"
+ARM64_SVE_WIDTHS ?= 128 256 1024 2048
+QEMU_ARM64       ?= qemu-aarch64 -cpu max
+.PHONY: deps-arm64 build-arm64 test-arm64
+
+# The arm64 architecture added to dpkg (Debian multiarch), then what is missing installed.
+deps-arm64: deps
+	@SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then \
+	  echo "adding the arm64 architecture to dpkg"; $$SUDO dpkg --add-architecture arm64 || exit 1; fi; \
+	missing=$$(for p in $(ARM64_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build-arm64: deps-arm64
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) CROSS=$(ARM64_TRIPLET) \
+	  BUILD=$(ARM64_BUILD) $(ARM64_BUILD)/tests
+
+# HANDGRAD_EXPECT_TARGETS: the [platform] test fails unless the binary dispatches to each of these.
+test-arm64: build-arm64 data data-gpt2
+	$(TEST_ENV) HANDGRAD_EXPECT_TARGETS=NEON,SVE,SVE2 HANDGRAD_EXPECT_SVE_BITS=512 OMP_NUM_THREADS=2 \
+	  $(QEMU_ARM64),sve-default-vector-length=64 ./$(ARM64_BUILD)/tests --durations yes $(ARM64_TESTS) $(TEST_ARGS)
+	@set -e; for w in $(ARM64_SVE_WIDTHS); do \
+	  expect=NEON,SVE,SVE2; [ $$w = 128 ] && expect=$$expect,SVE2_128; [ $$w = 256 ] && expect=$$expect,SVE_256; \
+	  echo "== SVE vectors of $$w bits: $(ARM64_WIDE_TESTS)"; \
+	  $(TEST_ENV) HANDGRAD_EXPECT_TARGETS=$$expect HANDGRAD_EXPECT_SVE_BITS=$$w OMP_NUM_THREADS=2 \
+	    $(QEMU_ARM64),sve-default-vector-length=$$(($$w / 8)) ./$(ARM64_BUILD)/tests $(ARM64_WIDE_TESTS) $(TEST_ARGS); \
+	done
+
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-arm64
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(APP_SRC:%.cpp=$(BUILD)/obj/%.d)

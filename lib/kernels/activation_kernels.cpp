@@ -22,61 +22,62 @@ namespace hn = hwy::HWY_NAMESPACE;
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
-struct Sigmoid {
-    V sigma;      // σ(a)
-    V one_minus;  // 1 - σ(a)
-};
-HWY_INLINE Sigmoid SigmoidOf(D d, V a) {
+// Returns σ(a) and sets one_minus = 1 - σ(a) (an out-parameter, not a struct: SVE vectors
+// cannot be struct members).
+HWY_INLINE V SigmoidOf(D d, V a, V& one_minus) {
     const V e = hn::Exp(d, hn::Neg(hn::Abs(a)));
     const V r = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
     const V er = hn::Mul(e, r);
     const auto neg = hn::Lt(a, hn::Zero(d));
-    return {hn::IfThenElse(neg, er, r), hn::IfThenElse(neg, r, er)};
+    one_minus = hn::IfThenElse(neg, r, er);
+    return hn::IfThenElse(neg, er, r);
 }
 
 void SwigluForward(float* out, const float* a, const float* b, size_t n) {
-    Map<2, 1>({a, b}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR {
-        y[0] = hn::Mul(hn::Mul(x[0], SigmoidOf(d, x[0]).sigma), x[1]);  // a·σ(a)·b
+    Map<2, 1>({a, b}, {out}, n, [](D d, V va, V vb) HWY_ATTR {
+        V one_minus = hn::Zero(d);
+        return hn::Mul(hn::Mul(va, SigmoidOf(d, va, one_minus)), vb);  // a·σ(a)·b
     });
 }
 
 // silu'(a) = σ(a) · (1 + a · (1 - σ(a)))
 void SwigluBackward(float* da, float* db, const float* a, const float* b, const float* dout,
                     size_t n) {
-    Map<3, 2>({a, b, dout}, {da, db}, n, [](D d, const V* x, V* y) HWY_ATTR {
-        const Sigmoid s = SigmoidOf(d, x[0]);
-        const V dsilu = hn::Mul(s.sigma, hn::MulAdd(x[0], s.one_minus, hn::Set(d, 1.0f)));
-        y[0] = hn::Mul(hn::Mul(x[2], x[1]), dsilu);    // dout·b·silu'(a)
-        y[1] = hn::Mul(x[2], hn::Mul(x[0], s.sigma));  // dout·silu(a)
+    Map<3, 2>({a, b, dout}, {da, db}, n, [](D d, V va, V vb, V vdout, V& vda, V& vdb) HWY_ATTR {
+        V one_minus = hn::Zero(d);
+        const V sigma = SigmoidOf(d, va, one_minus);
+        const V dsilu = hn::Mul(sigma, hn::MulAdd(va, one_minus, hn::Set(d, 1.0f)));
+        vda = hn::Mul(hn::Mul(vdout, vb), dsilu);    // dout·b·silu'(a)
+        vdb = hn::Mul(vdout, hn::Mul(va, sigma));    // dout·silu(a)
     });
 }
 
 void Relu2Forward(float* out, const float* inp, size_t n) {
-    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR {
-        const V r = hn::Max(x[0], hn::Zero(d));
-        y[0] = hn::Mul(r, r);
+    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR {
+        const V r = hn::Max(x, hn::Zero(d));
+        return hn::Mul(r, r);
     });
 }
 
 void Relu2Backward(float* dinp, const float* inp, const float* dout, size_t n) {
-    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, const V* x, V* y) HWY_ATTR {
-        const V r = hn::Max(x[0], hn::Zero(d));
-        y[0] = hn::Mul(hn::Mul(hn::Set(d, 2.0f), r), x[1]);  // (2·relu(x))·dout
+    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, V x, V g) HWY_ATTR {
+        const V r = hn::Max(x, hn::Zero(d));
+        return hn::Mul(hn::Mul(hn::Set(d, 2.0f), r), g);  // (2·relu(x))·dout
     });
 }
 
 void SoftcapForward(float* out, const float* inp, size_t n, float cap) {
-    Map<1, 1>({inp}, {out}, n, [cap](D d, const V* x, V* y) HWY_ATTR {
+    Map<1, 1>({inp}, {out}, n, [cap](D d, V x) HWY_ATTR {
         const V vcap = hn::Set(d, cap);
-        y[0] = hn::Mul(vcap, hn::Tanh(d, hn::Div(x[0], vcap)));
+        return hn::Mul(vcap, hn::Tanh(d, hn::Div(x, vcap)));
     });
 }
 
 // sech²(z/cap) = 1 - t², t = y/cap = tanh(z/cap)
 void SoftcapBackward(float* dinp, const float* out, const float* dout, size_t n, float cap) {
-    Map<2, 1>({out, dout}, {dinp}, n, [cap](D d, const V* x, V* y) HWY_ATTR {
-        const V t = hn::Div(x[0], hn::Set(d, cap));
-        y[0] = hn::Mul(hn::NegMulAdd(t, t, hn::Set(d, 1.0f)), x[1]);
+    Map<2, 1>({out, dout}, {dinp}, n, [cap](D d, V y, V g) HWY_ATTR {
+        const V t = hn::Div(y, hn::Set(d, cap));
+        return hn::Mul(hn::NegMulAdd(t, t, hn::Set(d, 1.0f)), g);
     });
 }
 

@@ -16,10 +16,13 @@
 HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-using D = hn::ScalableTag<float>;
+// At most 16 lanes (512 bits): the tile's 64 keys are then four whole vectors and a head of
+// hs = 16k whole vectors on every target (attention_fused_fits). SVE's vectors can be up to
+// 2048 bits wide; there this uses the first 512 of them (on x86 and NEON it is the full vector).
+using D = hn::CappedTag<float, 16>;
 using V = hn::Vec<D>;
 
-constexpr int kKeys = 64;  // keys per transposed tile (a multiple of 4 vectors on every target)
+constexpr int kKeys = 64;  // keys per transposed tile (four vectors of at most 16 lanes)
 
 // S[t·T + s] = scale · a_t · b_s for every t in [0, T) and s in [0, t], where a_t = a + t·lda
 // and b_s = b + s·ldb are hs long. Entries s in (t, T) of a row may be written too (whole

@@ -83,51 +83,48 @@ HWY_INLINE V TanhArg(D d, V x) {
 //   (1 + tanh u)/2 = σ(2u) = r for u >= 0, e·r for u < 0     (no cancellation: a quotient)
 //   sech² u = 1 - tanh² u = 4e·r²                             (no cancellation either)
 // so forward and backward each cost one Exp and one Div (Highway's Tanh plus a separate sech²
-// cost two of each).
-struct TanhParts {
-    V sigma;  // (1 + tanh u)/2
-    V sech2;  // sech² u
-};
-HWY_INLINE TanhParts TanhOf(D d, V u) {
+// cost two of each). Returns (1 + tanh u)/2 and sets sech2 = sech² u (an out-parameter, not a
+// struct: SVE vectors cannot be struct members).
+HWY_INLINE V TanhOf(D d, V u, V& sech2) {
     const V e = hn::Exp(d, hn::Mul(hn::Set(d, -2.0f), hn::Abs(u)));
     const V r = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
     const V er = hn::Mul(e, r);
-    return {hn::IfThenElse(hn::Lt(u, hn::Zero(d)), er, r), hn::Mul(hn::Set(d, 4.0f), hn::Mul(er, r))};
+    sech2 = hn::Mul(hn::Set(d, 4.0f), hn::Mul(er, r));
+    return hn::IfThenElse(hn::Lt(u, hn::Zero(d)), er, r);
 }
 
 void GeluErfForward(float* out, const float* inp, size_t n) {
-    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR {
-        y[0] = hn::Mul(x[0], NormalCdf(d, x[0]));
-    });
+    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR { return hn::Mul(x, NormalCdf(d, x)); });
 }
 
 // gelu'(x) = Φ(x) + x·φ(x), φ(x) = exp(-x²/2)/√(2π)
 void GeluErfBackward(float* dinp, const float* inp, const float* dout, size_t n) {
-    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, const V* x, V* y) HWY_ATTR {
+    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, V x, V g) HWY_ATTR {
         const V pdf = hn::Mul(hn::Set(d, kInvSqrt2Pi),
-                              hn::Exp(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x[0], x[0]))));
-        y[0] = hn::Mul(hn::MulAdd(x[0], pdf, NormalCdf(d, x[0])), x[1]);
+                              hn::Exp(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x, x))));
+        return hn::Mul(hn::MulAdd(x, pdf, NormalCdf(d, x)), g);
     });
 }
 
 void GeluTanhForward(float* out, const float* inp, size_t n) {
-    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR {
-        y[0] = hn::Mul(x[0], TanhOf(d, TanhArg(d, x[0])).sigma);  // x·(1 + tanh u)/2
+    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR {
+        V sech2 = hn::Zero(d);
+        return hn::Mul(x, TanhOf(d, TanhArg(d, x), sech2));  // x·(1 + tanh u)/2
     });
 }
 // gelu'(x) = (1 + tanh u)/2 + x/2·sech² u·√(2/π)(1 + 3·0.044715 x²)
 void GeluTanhBackward(float* dinp, const float* inp, const float* dout, size_t n) {
-    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, const V* x, V* y) HWY_ATTR {
-        const V xx = x[0];
+    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, V x, V g) HWY_ATTR {
         const V du = hn::Mul(hn::Set(d, kSqrt2OverPi),
-                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(xx, xx), hn::Set(d, 1.0f)));
-        const TanhParts t = TanhOf(d, TanhArg(d, xx));
-        const V grad = hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), xx), t.sech2), du, t.sigma);
-        y[0] = hn::Mul(grad, x[1]);
+                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x, x), hn::Set(d, 1.0f)));
+        V sech2 = hn::Zero(d);
+        const V sigma = TanhOf(d, TanhArg(d, x), sech2);
+        const V grad = hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), sech2), du, sigma);
+        return hn::Mul(grad, g);
     });
 }
 void NormalCdfKernel(float* out, const float* inp, size_t n) {
-    Map<1, 1>({inp}, {out}, n, [](D d, const V* x, V* y) HWY_ATTR { y[0] = NormalCdf(d, x[0]); });
+    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR { return NormalCdf(d, x); });
 }
 
 }  // namespace hg::HWY_NAMESPACE

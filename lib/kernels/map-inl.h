@@ -2,9 +2,12 @@
 // its per-target code (after <hwy/highway.h>; the guard below lets foreach_target.h include it
 // once per target, as Highway's own -inl.h headers do).
 //
-// Map<kIn, kOut>(in, out, n, f) applies f to n elements of kIn input arrays, one vector of
-// each at a time, and stores kOut output arrays:
-//   f(d, x, y)   x[k] = the lanes of in[k] at i,  y[k] -> the lanes of out[k] at i
+// Map(in, out, n, f) applies f to n elements of kIn input arrays, one vector of each at a
+// time, and stores kOut (1 or 2) output arrays:
+//   kOut = 1:  y = f(d, x0, x1, ...)              x_k = the lanes of in[k] at i, y -> out[0]
+//   kOut = 2:  f(d, x0, x1, ..., y0, y1)          y0, y1 (references) -> out[0], out[1]
+// The vectors travel as separate arguments, never in an array or a struct: SVE's vectors have
+// no size known to the compiler, and such types cannot be array elements or struct members.
 // Whole vectors first; the last n mod Lanes elements are copied (a scalar loop) into
 // zero-padded aligned buffers and run through the same f. So every element gets the same bits
 // wherever it sits in the array, and no masked load is needed (a masked tail from an
@@ -21,33 +24,52 @@
 #include <hwy/highway.h>
 
 #include <cstddef>
+#include <utility>
 
 HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// One vector of every input at src[k], f, one vector of every output to dst[k]. The inputs are
+// f's arguments, so all are loaded before any output is stored.
+template <size_t kOut, class D, class F, size_t... I>
+HWY_INLINE void MapStep(D d, const float* const* src, float* const* dst, F& f,
+                        std::index_sequence<I...>) {
+    static_assert(kOut == 1 || kOut == 2, "Map stores one or two output arrays");
+    if constexpr (kOut == 1) {
+        const auto y = f(d, hn::LoadU(d, src[I])...);
+        hn::StoreU(y, d, dst[0]);
+    } else {
+        auto y0 = hn::Zero(d), y1 = hn::Zero(d);
+        f(d, hn::LoadU(d, src[I])..., y0, y1);
+        hn::StoreU(y0, d, dst[0]);
+        hn::StoreU(y1, d, dst[1]);
+    }
+}
+
 template <size_t kIn, size_t kOut, class F>
 HWY_INLINE void Map(const float* const (&in)[kIn], float* const (&out)[kOut], size_t n, F f) {
     const hn::ScalableTag<float> d;
-    using V = hn::Vec<decltype(d)>;
     const size_t L = hn::Lanes(d);
-    V x[kIn], y[kOut];
+    const auto inputs = std::make_index_sequence<kIn>();
+    const float* src[kIn];
+    float* dst[kOut];
     size_t i = 0;
     for (; i + L <= n; i += L) {
-        for (size_t k = 0; k < kIn; k++) x[k] = hn::LoadU(d, in[k] + i);
-        f(d, x, y);
-        for (size_t k = 0; k < kOut; k++) hn::StoreU(y[k], d, out[k] + i);
+        for (size_t k = 0; k < kIn; k++) src[k] = in[k] + i;
+        for (size_t k = 0; k < kOut; k++) dst[k] = out[k] + i;
+        MapStep<kOut>(d, src, dst, f, inputs);
     }
     if (i == n) return;
     constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
     HWY_ALIGN float buf[kIn + kOut][kMaxLanes] = {};
     for (size_t k = 0; k < kIn; k++) {
         for (size_t j = 0; i + j < n; j++) buf[k][j] = in[k][i + j];
-        x[k] = hn::Load(d, buf[k]);
+        src[k] = buf[k];
     }
-    f(d, x, y);
+    for (size_t k = 0; k < kOut; k++) dst[k] = buf[kIn + k];
+    MapStep<kOut>(d, src, dst, f, inputs);
     for (size_t k = 0; k < kOut; k++) {
-        hn::Store(y[k], d, buf[kIn + k]);
         for (size_t j = 0; i + j < n; j++) out[k][i + j] = buf[kIn + k][j];
     }
 }

@@ -10,9 +10,10 @@
 // matmul's backward.
 //
 // The hidden width: the GELU MLP has 2·C·4C = 8C² weights, SwiGLU 3·C·H, the same when
-// H = 8C/3. swiglu_hidden rounds ⌈8C/3⌉ up to a multiple of 32, a multiple of every vector
-// width (16 floats on AVX-512). That is exact whenever C is a multiple of 12 (8C/3 = 32·C/12:
-// C = 384 → 1024, C = 768 → 2048); the course's C = 128 gets 352, 3·128·352 = 135,168 weights
+// H = 8C/3. swiglu_hidden rounds ⌈8C/3⌉ up to a multiple of 32, a multiple of every x86 and
+// NEON vector width (16 floats on AVX-512) and of SVE's up to 1024 bits (wider, a tail
+// remains). That is exact whenever C is a multiple of 12 (8C/3 = 32·C/12: C = 384 → 1024,
+// C = 768 → 2048); the course's C = 128 gets 352, 3·128·352 = 135,168 weights
 // against 131,072 (+3.1 %), and C = 64 gets 192 (+12.5 %). Rounding to 64 instead would give
 // C = 128 384 (+12.5 %).
 #pragma once
