@@ -91,9 +91,9 @@ BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConf
         return c;
     }
     // A setting measured earlier on this machine for these shapes is taken as it was.
-    const std::string key = fmt::format("batch_threads | {} | threads {} | {} | B {} {} | matmul {}",
+    const std::string key = fmt::format("batch_threads | {} | threads {} | {} | B {} {} {} | matmul {}",
                                         machine_signature(), threads, config_key(config), train.batch_size,
-                                        to_string(train.optimizer), to_string(matmul_current()));
+                                        to_string(train.optimizer), to_string(train.dtype), to_string(matmul_current()));
     bool remembered = false;
     if (c.candidate > 1) {
         int R = 0;

@@ -213,8 +213,9 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
 }
 
 std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads) {
-    return fmt::format("matmul train | {} | threads {} | {} | B {} R {} {}", machine_signature(), threads,
-                       config_key(config), train.batch_size, train.batch_threads, to_string(train.optimizer));
+    return fmt::format("matmul train | {} | threads {} | {} | B {} R {} {} {}", machine_signature(), threads,
+                       config_key(config), train.batch_size, train.batch_threads, to_string(train.optimizer),
+                       to_string(train.dtype));
 }
 
 std::string forward_matmul_key(const GPTConfig& config, int B, int T, int threads) {
