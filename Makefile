@@ -216,7 +216,8 @@ build-fuzz/libhandgrad.a: $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^
 build-fuzz/fuzz_%: build-fuzz/obj/tests/fuzz/fuzz_%.o build-fuzz/libhandgrad.a
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ -L$(FUZZ_BLAS) -Wl,-rpath,$(FUZZ_BLAS) -lopenblas \
-	  -lhwy -lhwy_contrib -lfmt -lm -lpthread $(or $(shell pkg-config --libs libpcre2-8 2>/dev/null),-lpcre2-8)
+	  -lhwy -lhwy_contrib -lfmt -lm -lpthread $(or $(shell pkg-config --libs libpcre2-8 2>/dev/null),-lpcre2-8) \
+	  $(if $(filter 1,$(ONEDNN)),-ldnnl)
 fuzz: deps deps-fuzz data-gpt2
 	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS)) $(FUZZ_BINS)
 	@for h in $(FUZZ_BINS:build-fuzz/%=%); do \
