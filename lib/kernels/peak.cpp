@@ -30,7 +30,9 @@ double FmaLoop(long iters, float* sink) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <immintrin.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>  // the bf16 dot-product loop below, x86 only
+#endif
 #include <omp.h>
 
 #include <algorithm>
