@@ -3,7 +3,8 @@
 // The file is TOML (INI reads too), one flag per line with the flag's own name, as CLI11 reads
 // it: `n_layer = 6`, `learning_rate = 0.001`, `data = "input.txt"`; a subcommand's flags go
 // under its [section]. A flag given on the command line overrides the file's value; a key that
-// is no flag of the app is an error. build/train writes out_dir/run.toml, every flag of the run
+// is no flag of the app, or a file that cannot be read, is an error (exit 1); a value the flag
+// refuses is refused as on the command line (exit 2). build/train writes out_dir/run.toml, every flag of the run
 // with the value it ran with, so `build/train --config=out_dir/run.toml` runs it again.
 #pragma once
 #include <CLI/CLI.hpp>
