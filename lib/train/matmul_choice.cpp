@@ -138,7 +138,7 @@ double time_matmul_calls(const std::vector<MatmulCall>& calls, MatmulBackend bac
 // "onednn 1.5 2.5": the backend and each backend's ms, as the cache keeps them.
 static std::string encode(const MatmulChoice& c) {
     std::string s = to_string(c.backend);
-    for (double ms : c.ms) s += fmt::format(" {:.3f}", ms);
+    for (double ms : c.ms) s += fmt::format(" {:.6g}", ms);
     return s;
 }
 
@@ -196,8 +196,12 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
     // Every rank must take the remembered answer, or all measure (each host has its own cache).
     if (dist_mean(dist, seen ? 1.0 : 0.0) < 1.0) seen.reset();
     if (seen) {
-        for (double& ms : seen->ms) ms = dist_mean(dist, ms);
-        seen->backend = all[std::min_element(seen->ms.begin(), seen->ms.end()) - seen->ms.begin()];
+        // One process keeps the backend it recorded (the times are rounded in the file and may
+        // tie); ranks, whose caches may differ, take the faster on their mean times.
+        if (dist.size > 1) {
+            for (double& ms : seen->ms) ms = dist_mean(dist, ms);
+            seen->backend = all[std::min_element(seen->ms.begin(), seen->ms.end()) - seen->ms.begin()];
+        }
         seen->why = fmt::format("auto: {}, remembered from an earlier run on this machine ({})", compared(*seen),
                                 cache_path());
         return *seen;
