@@ -12,6 +12,7 @@
 
 #include "lib/core/rng.h"
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/kernels/peak.h"
 #include "lib/train/matmul_choice.h"
 #include "lib/train/startup_cache.h"
@@ -196,6 +197,38 @@ TEST_CASE("the calls of one and two blocks carried to n_layer are the whole mode
         total += w.count;
     }
     CHECK(total > 4 * 6);  // at least forward and backward of every block's linears
+}
+
+// matmul_choice.h: under bf16 the linear layers' products are not the backend's where oneDNN's
+// bf16 matmul runs them, so auto is timed on the float products left; widened, they are float
+// products and recorded. The course model's attention is fused (no products), so with oneDNN's
+// bf16 nothing is left to time, and the choice says so instead of timing nothing.
+TEST_CASE("auto's recording under bf16: the float products only, or all of them when bf16 is widened",
+          "[matmul][bf16]") {
+    GPTConfig c = preset("course");
+    c.n_layer = 2, c.block_size = 16, c.vocab_size = 30;
+    TrainConfig tc;
+    tc.batch_size = 4, tc.batch_threads = 1, tc.dtype = DType::BFloat16;
+    const std::vector<int> ids = random_ids(c.vocab_size, 2000);
+    const auto total = [&](const std::vector<MatmulCall>& calls) {
+        long n = 0;
+        for (const MatmulCall& m : calls) n += m.count;
+        return n;
+    };
+    matmul_bf16_force_widen(true);
+    const long widened = total(training_step_matmuls(c, tc, ids));
+    matmul_bf16_force_widen(false);
+    const std::vector<MatmulCall> bf16 = training_step_matmuls(c, tc, ids);
+    CAPTURE(widened, total(bf16));
+    CHECK(widened == (2 * 4 + 1) * 3);  // (2 blocks · 4 linear layers + the head) · 3 products
+    if (matmul_bf16_backend() != Bf16Backend::OneDNN) return;
+    CHECK(bf16.empty());
+    if (matmul_backends().size() < 2) return;
+    TempDir tmp("handgrad-bf16-auto");
+    const CacheDir cache(tmp.path.string());
+    const MatmulChoice choice = choose_matmul("auto", "bf16 test", [&] { return bf16; }, 1);
+    CHECK(choice.backend == matmul_backends()[0]);
+    CHECK(choice.why.find("no float products") != std::string::npos);
 }
 
 TEST_CASE("a training run on each backend repeats itself bit for bit, and the two agree to float rounding",

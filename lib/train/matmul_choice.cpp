@@ -208,6 +208,10 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
     }
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<MatmulCall> recorded = calls();
+    if (recorded.empty()) {  // every product is bf16 (matmul_choice.h): the backend does not matter
+        c.why = "auto: the step makes no float products (its products are bf16), so the first";
+        return c;
+    }
     for (MatmulBackend b : all) c.ms.push_back(dist_mean(dist, time_matmul_calls(recorded, b, threads)));
     c.backend = all[std::min_element(c.ms.begin(), c.ms.end()) - c.ms.begin()];
     c.seconds = dist_mean(dist, seconds_since(t0));

@@ -11,6 +11,11 @@
 // seconds for GPT-2 small. The answer is remembered per machine and shapes (startup_cache.h),
 // so the next such run starts at once.
 //
+// Under --dtype=bfloat16 the linear layers' products run on oneDNN's bf16 matmul
+// (lib/kernels/matmul_bf16.h) whichever backend is chosen, so the recording holds only the
+// float products left (attention's, Muon's, ...) and the choice is made on those; where the CPU
+// has no bf16 dot products, the widened products are float ones and are recorded with the rest.
+//
 // What the run computes does not depend on how the choice was made: the choice is one
 // backend for the whole run, and a run repeats itself bit for bit with the backend it names.
 #pragma once
