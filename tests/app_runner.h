@@ -104,9 +104,12 @@ inline std::string corpus(int times = 80,
 
 // The flags of a tiny run: one block of width 16 over 16 positions, batches of 4, two batches
 // per evaluation, warmup 2, one thread; each run takes well under a second. A test adds its
-// own flags after these, and a flag given twice takes its last value.
+// own flags after these, and a flag given twice takes its last value. The matmul backend is
+// named: runs compared with one another must use the same one (lib/kernels/matmul.h), and auto
+// may pick either when their times are close (lib/train/matmul_choice.h); tests of auto say so.
 inline const std::string kTiny =
-    " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
+    " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2"
+    " --matmul=openblas";
 
 // The tiny Shakespeare path from HANDGRAD_DATA, or "" (and a warning) when it is not set.
 inline std::string shakespeare_path() {
