@@ -22,7 +22,7 @@
 // 50 · (0.0078 + 0.00002) ≈ 0.39. (Before attention ran in bf16 the chain had four products per
 // block, P = 2·(4L + 1) = 34.) It is a worst case (every rounding error the same sign, none damped
 // by the layers between); rounding errors of random sign add like √P, and the test prints what
-// it measures: about 0.006–0.008, ≈ √50 · 2u / 4.
+// it measures: about 0.006–0.008, ≈ √50 · u / 4.
 #include <catch2/catch.hpp>
 
 #include <cmath>
