@@ -261,6 +261,13 @@ TEST_CASE("attention in bf16: out and dqkv are written, not added to; same input
             const Result a = run_bf16(sh, qkv, dout, drop, drop, 7.0f);
             const Result b = run_bf16(sh, qkv, dout, drop, drop, -3.0f);
             const Result n = run_bf16(sh, qkv, dout, drop, drop, std::numeric_limits<float>::quiet_NaN());
+            if (!attention_bf16_uses_fused(sh.T, sh.C / sh.NH, drop.active())) {  // no working space: hg::Error
+                std::vector<float> f(size_t(sh.B) * sh.NH * sh.T * sh.T + qkv.size());
+                CHECK_THROWS_AS(attention_forward_bf16(f.data(), f.data(), f.data(), nullptr, qkv.data(), sh.B, sh.T,
+                                                       sh.C, sh.NH, drop), Error);
+                CHECK_THROWS_AS(attention_backward_bf16(f.data(), f.data(), nullptr, dout.data(), qkv.data(), f.data(),
+                                                        sh.B, sh.T, sh.C, sh.NH, drop), Error);
+            }
             for (const Result* o : {&b, &n}) {  // whatever the buffers held: the same bits
                 CHECK(std::memcmp(a.out.data(), o->out.data(), a.out.size() * sizeof(float)) == 0);
                 CHECK(std::memcmp(a.att.data(), o->att.data(), a.att.size() * sizeof(float)) == 0);

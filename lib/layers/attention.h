@@ -52,7 +52,8 @@ void attention_backward_fused(float* dqkv, float* scratch, const float* dout, co
 // pair: out, att and dqkv written (=), nothing added to; the same scratch.
 //   rounded to bf16   q, k and v (once per head, for every row block), P = dropout(att) for out =
 //                     P·v and for dv += Pᵀ·dout, dout, and dS for dq = dS·k and dk += dSᵀ·q;
-//   kept in float     the scores and the softmax, att (the stored probabilities), dP and the
+//   kept in float     the scores and the softmax, att (the stored probabilities, which the
+//                     backward's Jacobian reads and P is formed from again), dP and the
 //                     softmax's backward. The scores leave the product in float: e^(s+δ) =
 //                     e^s·(1 + δ + …), so an absolute error δ in a score is a relative error δ in
 //                     its probability, and rounding a score of size |s| to bf16 would add δ up to
