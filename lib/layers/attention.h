@@ -18,6 +18,7 @@
 #include <cstddef>
 
 #include "lib/core/errors.h"
+#include "lib/kernels/bf16.h"
 #include "lib/kernels/softmax_kernels.h"
 #include "lib/layers/dropout.h"
 
@@ -45,6 +46,31 @@ void attention_forward_fused(float* out, float* att, float* scratch, const float
                              int C, int NH, Dropout drop);
 void attention_backward_fused(float* dqkv, float* scratch, const float* dout, const float* qkv,
                               const float* att, int B, int T, int C, int NH, Dropout drop);
+
+// Mixed precision (the model's dtype bfloat16): the sgemm path with its six products on bf16
+// inputs, sums and outputs in float (lib/kernels/matmul_bf16.h). The same contract as the float
+// pair: out, att and dqkv written (=), nothing added to; the same scratch.
+//   rounded to bf16   q, k and v (once per head, for every row block), P = dropout(att) for out =
+//                     P·v and for dv += Pᵀ·dout, dout, and dS for dq = dS·k and dk += dSᵀ·q;
+//   kept in float     the scores and the softmax, att (the stored probabilities, which the
+//                     backward's Jacobian reads and P is formed from again), dP and the
+//                     softmax's backward. The scores leave the product in float: e^(s+δ) =
+//                     e^s·(1 + δ + …), so an absolute error δ in a score is a relative error δ in
+//                     its probability, and rounding a score of size |s| to bf16 would add δ up to
+//                     2⁻⁹·|s| on top of the inputs' rounding (1.6 % of a probability at |s| = 8).
+//                     The softmax's backward subtracts Σ_s A·dA from dA, a difference of
+//                     near-equal numbers wherever a row's gradient is nearly uniform, so dP
+//                     reaches it in float and only its result dS is rounded.
+// The bound this gives on out and dqkv, entry by entry, is derived in tests/test_attention_bf16.cpp.
+// scratch16: attention_bf16_scratch(B, T, C, NH) bf16 numbers of working space. Where
+// attention_bf16_uses_fused(T, C/NH, drop.active()), these run the float fused kernels instead
+// (attention.cpp says why) and do not touch scratch16.
+bool attention_bf16_uses_fused(int T, int hs, bool dropout);
+size_t attention_bf16_scratch(int B, int T, int C, int NH);
+void attention_forward_bf16(float* out, float* att, float* scratch, bf16* scratch16, const float* qkv, int B,
+                            int T, int C, int NH, Dropout drop);
+void attention_backward_bf16(float* dqkv, float* scratch, bf16* scratch16, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH, Dropout drop);
 
 namespace twin {  // the scalar twins, defined below
 template <typename real>

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lib/core/rng.h"
+#include "lib/layers/attention.h"
 #include "lib/layers/encoder.h"
 #include "lib/layers/rope.h"
 #include "lib/model/memory_check.h"
@@ -180,8 +181,8 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
                    config.rope_base);
 }
 
-// The bf16 copies of the linear layers' inputs and the backward's rounded dout, carved (or, with
-// base == nullptr, only counted) for batches up to (B, T).
+// The bf16 copies of the linear layers' inputs, the backward's rounded dout and attention's
+// working space, carved (or, with base == nullptr, only counted) for batches up to (B, T).
 static size_t bind_bf16_activations(const GPTConfig& c, int B, int T, bf16* base, Bf16Copies& b) {
     Carver<bf16> arena{base};
     const size_t N = size_t(B) * T, C = c.n_embd, M = c.mlp_hidden();
@@ -189,6 +190,7 @@ static size_t bind_bf16_activations(const GPTConfig& c, int B, int T, bf16* base
     b.h.assign(c.n_layer, Bf16Block{});
     for (Bf16Block& s : b.h) s = {arena.take(N * C), arena.take(N * C), arena.take(N * C), arena.take(N * M)};
     b.ln_f = arena.take(N * C), b.dout = arena.take(N * widest);
+    b.attention = arena.take(attention_bf16_scratch(B, T, int(C), c.n_head));
     return arena.used;
 }
 

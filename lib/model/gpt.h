@@ -144,7 +144,8 @@ struct BackwardScratch {
 // Mixed precision (dtype bfloat16, float models only; gpt_use_bf16): the bf16 numbers the
 // products read. The float weights, gradients, activations and scratch above stay as they are;
 // these are extra, allocated only when bf16 is on. Each linear layer's input is rounded once in
-// the forward and kept, because the backward's dW = doutᵀ·inp reads it again.
+// the forward and kept, because the backward's dW = doutᵀ·inp reads it again. Attention's
+// products take bf16 inputs too (lib/layers/attention.h), from one working space for all blocks.
 struct Bf16Block {
     bf16* ln_1;    // (N, C)  c_attn's input
     bf16* atty;    // (N, C)  attn.c_proj's
@@ -160,6 +161,8 @@ struct Bf16Copies {
     std::vector<Bf16Block> h;
     bf16* ln_f = nullptr;           // (N, C)  lm_head's input
     bf16* dout = nullptr;           // (N, widest linear output) the backward's rounded dout, reused
+    bf16* attention = nullptr;      // attention's bf16 working space (attention_bf16_scratch), reused by
+                                    // every block: its q, k, v are rounded again in the backward, not kept
     bool on() const { return weights != nullptr; }
     const bf16* copy_of(const float* w) const { return weights + (w - params); }
 };

@@ -57,11 +57,11 @@ static const real* dropout_at_site_backward(const GPT<real>& m, real* ddrop, con
 //                        1/256 of the stream would be lost whole;
 //   norms' statistics    a mean and a variance are sums of C numbers: rounded inputs would not
 //                        cost much, but these are memory-bound passes that gain nothing from bf16;
-//   attention            its products stay float (the fused kernels of attention_kernels.h, a
-//                        head kept in L1, ~10 % of a step). Its scores must reach the softmax in
-//                        float: e^(s+δ) = e^s·(1 + δ + …), so an absolute error δ in a score is a
-//                        relative error δ in its probability, and bf16 scores of size |s| ≈ 8 would
-//                        carry δ ≈ 2⁻⁸·8 = 3 % — a sharp head's attention would move visibly;
+//   attention            its six products take bf16 inputs (attention_fwd below), but its scores
+//                        leave them in float and the softmax runs in float: e^(s+δ) = e^s·(1 + δ + …),
+//                        so an absolute error δ in a score is a relative error δ in its probability,
+//                        and scores rounded to bf16 at |s| ≈ 8 would carry δ ≈ 2⁻⁹·8 = 1.6 % more
+//                        (lib/layers/attention.h lists what it rounds and what it keeps);
 //   the loss             logits leave lm_head's product in float; log-softmax of V numbers
 //                        subtracts near-equal ones (logit − logsumexp), which bf16 would ruin.
 template <typename real>
@@ -78,6 +78,25 @@ static void linear_bwd(const GPT<real>& m, real* dinp, real* dw, real* db, const
         if (m.mixed.on())
             return linear_backward_bf16(dinp, dw, db, dout, m.mixed.dout, inp16, m.mixed.copy_of(w), N, C, OC);
     linear_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+}
+// Attention at the model's precision, as linear_fwd/linear_bwd: with bf16 on, its products take
+// bf16 inputs from the one working space m.mixed.attention (lib/layers/attention.h).
+template <typename real>
+static void attention_fwd(const GPT<real>& m, real* out, real* att, real* scratch, const real* qkv, int B, int T,
+                          Dropout drop) {
+    const int C = m.config.n_embd, NH = m.config.n_head;
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on()) return attention_forward_bf16(out, att, scratch, m.mixed.attention, qkv, B, T, C, NH, drop);
+    attention_forward(out, att, scratch, qkv, B, T, C, NH, drop);
+}
+template <typename real>
+static void attention_bwd(const GPT<real>& m, real* dqkv, real* scratch, const real* dout, const real* qkv,
+                          const real* att, int B, int T, Dropout drop) {
+    const int C = m.config.n_embd, NH = m.config.n_head;
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on())
+            return attention_backward_bf16(dqkv, scratch, m.mixed.attention, dout, qkv, att, B, T, C, NH, drop);
+    attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, drop);
 }
 // This block's bf16 copy of an input, or null when bf16 is off.
 template <typename real>
@@ -120,7 +139,7 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
         timed(Work::Matmul, [&] { linear_fwd(m, s.qkv, s.ln_1, copy16(m, l, &Bf16Block::ln_1), w.attn_w, w.attn_b, N, C, 3 * C); });  // (N, 3C)
         if (rope) timed(Work::Attention, [&] { rope_forward(s.qkv, a.rope_cos, a.rope_sin, B, T, C, NH); });
         if (c.qk_norm) timed(Work::Attention, [&] { qknorm_forward(s.qkv, s.qk_rstd, B, T, C, NH); });
-        timed(Work::Attention, [&] { attention_forward(s.atty, s.att, datt, s.qkv, B, T, C, NH, drop); });
+        timed(Work::Attention, [&] { attention_fwd(m, s.atty, s.att, datt, s.qkv, B, T, drop); });
         timed(Work::Matmul, [&] { linear_fwd(m, s.res_2, s.atty, copy16(m, l, &Bf16Block::atty), w.attn_proj_w, w.attn_proj_b, N, C, C); });
         timed(Work::Dropout, [&] { dropout_at_site(m, s.res_2, NC, l, kAttnResidual); });
         timed(Work::Residual, [&] { residual_forward(s.res_2, x, s.res_2, NC); });
@@ -212,7 +231,7 @@ void gpt_backward(GPT<real>& m, real dloss) {
             timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, l, kAttnResidual); });
         timed(Work::Matmul, [&] { linear_bwd(m, d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty,
                                              copy16(m, l, &Bf16Block::atty), w.attn_proj_w, N, C, C); });
-        timed(Work::Attention, [&] { attention_backward(d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, C, NH, drop); });
+        timed(Work::Attention, [&] { attention_bwd(m, d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, drop); });
         if (c.qk_norm) timed(Work::Attention, [&] { qknorm_backward(d.dqkv, s.qkv, s.qk_rstd, B, T, C, NH); });
         if (rope) timed(Work::Attention, [&] { rope_backward(d.dqkv, a.rope_cos, a.rope_sin, B, T, C, NH); });
         timed(Work::Matmul, [&] { linear_bwd(m, d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, copy16(m, l, &Bf16Block::ln_1), w.attn_w, N, C, 3 * C); });
