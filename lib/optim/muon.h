@@ -102,7 +102,7 @@ size_t newton_schulz_scratch(int a, int b);  // a·b + 2·a²
 // The iteration does not carry such errors along: every step maps [0.68, 1.2] back into the band
 // (φ is what pulls σ to ~1 from wherever it is, and the band is about 0.3 wide on each side of
 // 1, ten times the worst per-step shift above). So the band holds with the band's edges moved by
-// that one-step amount: [0.68 − 0.03, 1.16 + 0.03] (tests/test_muon.cpp checks that). What bf16
+// that one-step amount: [0.68 − 0.03, 1.16 + 0.03] (tests/test_muon_bf16.cpp checks that). What bf16
 // does change: an input singular value far below 2⁻⁸ · ‖U‖_F (a zero one, in a rank-deficient U)
 // is lost in the rounding noise, which the iteration then grows like any small σ; the gradients
 // Muon sees are full rank, so no direction it would have left alone gets a step.
@@ -143,7 +143,7 @@ std::string describe_optimizer(const std::vector<TensorSpec>& table, OptimizerKi
 // Newton–Schulz FLOPs (4a²b + 2a³ a step), the largest first to the least loaded slot, one
 // slot per thread the process has then, each with its own scratch. Every matrix's numbers are
 // computed by one thread in one fixed order, whichever thread and however many: the result does
-// not depend on the thread count (tests/test_muon_threads.cpp checks 1, 2 and 3 threads).
+// not depend on the thread count (tests/test_muon_bf16.cpp checks 1, 2 and 3 threads).
 template <typename real>
 struct Muon {
     std::vector<MuonMatrix> matrices;
