@@ -99,13 +99,15 @@ size_t newton_schulz_scratch(int a, int b);  // a·b + 2·a²
 // c·A²·X, 2c·σ³; P through P·X, σ), one step's shift has a standard deviation of at most
 //     2⁻⁸/√3 · √((5.05·1.2)² + (2·2.03·1.2³·1.44)² + (2.8·1.2)²) ≈ 7.1 · 2⁻⁸ ≈ 0.028,
 // and far less in practice (the elements of a normalised 128 × 384 matrix are ~0.05, not 1.2).
-// The iteration does not carry such errors along: every step maps [0.68, 1.2] back into the band
-// (φ is what pulls σ to ~1 from wherever it is, and the band is about 0.3 wide on each side of
-// 1, ten times the worst per-step shift above). So the band holds with the band's edges moved by
-// that one-step amount: [0.68 − 0.03, 1.16 + 0.03] (tests/test_muon_bf16.cpp checks that). What bf16
+// The iteration does not carry such errors along: in exact arithmetic φ maps [0.65, 1.2] into
+// [0.68, 1.16] (its minimum there is 0.681 near σ = 1.05, its maximum 1.163 at 0.65), so a σ
+// that an earlier step's rounding moved by ~0.03 is put back into the band by the next step,
+// and a small σ still growing only follows the path of a slightly different σ. What is left is
+// the last step's own shift: the band with its edges moved by that one-step amount,
+// [0.68 − 0.03, 1.16 + 0.03] (tests/test_muon_bf16.cpp checks that). What bf16
 // does change: an input singular value far below 2⁻⁸ · ‖U‖_F (a zero one, in a rank-deficient U)
-// is lost in the rounding noise, which the iteration then grows like any small σ; the gradients
-// Muon sees are full rank, so no direction it would have left alone gets a step.
+// is lost in the rounding noise, which the iteration then grows like any small σ (the momentum
+// of a trained weight is full rank in practice, so this is rarely a direction that matters).
 void newton_schulz_bf16(float* x, int a, int b, float* scratch, bf16* scratch16, int steps = 5,
                         const NsCoefficients& k = {});
 
