@@ -15,78 +15,13 @@
 #include "lib/text/char_tokenizer.h"
 #include "lib/text/tokenizer.h"
 #include "lib/train/trainer.h"
+#include "tests/muon_checks.h"
 
 using namespace hg;
+using namespace hg::muon_checks;
 namespace fs = std::filesystem;
 
 namespace {
-
-// The band muon.h documents: singular values at or above 0.005·‖X‖_F come out in [0.68, 1.16]
-// in exact arithmetic; float rounding gets a small margin.
-constexpr double kBandLo = 0.67, kBandHi = 1.17, kBandFrom = 0.005;
-
-Matrix to_matrix(const std::vector<double>& x, int rows, int cols) {
-    Matrix m{rows, cols, x};
-    return m;
-}
-
-double frobenius(const std::vector<double>& x) {
-    double s = 0;
-    for (double v : x) s += v * v;
-    return std::sqrt(s);
-}
-
-// A (rows, cols) matrix with orthonormal columns (rows >= cols), by Gram–Schmidt on Gaussians.
-std::vector<double> orthonormal_columns(int rows, int cols, Rng& rng) {
-    std::vector<double> q(size_t(rows) * cols);
-    for (double& v : q) v = rng.normal();
-    for (int j = 0; j < cols; j++) {
-        for (int k = 0; k < j; k++) {
-            double d = 0;
-            for (int i = 0; i < rows; i++) d += q[size_t(i) * cols + j] * q[size_t(i) * cols + k];
-            for (int i = 0; i < rows; i++) q[size_t(i) * cols + j] -= d * q[size_t(i) * cols + k];
-        }
-        double n = 0;
-        for (int i = 0; i < rows; i++) n += q[size_t(i) * cols + j] * q[size_t(i) * cols + j];
-        for (int i = 0; i < rows; i++) q[size_t(i) * cols + j] /= std::sqrt(n);
-    }
-    return q;
-}
-
-// P diag(sigma) Qᵀ, (a, b), with P (a, r) and Q (b, r) orthonormal columns, r = sigma.size().
-std::vector<double> with_singular_values(int a, int b, const std::vector<double>& sigma, Rng& rng) {
-    const int r = int(sigma.size());
-    const auto P = orthonormal_columns(a, r, rng), Q = orthonormal_columns(b, r, rng);
-    std::vector<double> x(size_t(a) * b, 0.0);
-    for (int i = 0; i < a; i++)
-        for (int j = 0; j < b; j++)
-            for (int k = 0; k < r; k++) x[size_t(i) * b + j] += P[size_t(i) * r + k] * sigma[k] * Q[size_t(j) * r + k];
-    return x;
-}
-
-// Newton–Schulz of the library on x (a, b) in float; the singular values of the result, and of x.
-struct NsResult {
-    std::vector<double> in, out;
-};
-NsResult run_ns(const std::vector<double>& x, int a, int b, const NsCoefficients& k = {}) {
-    std::vector<float> xf(x.begin(), x.end()), scratch(newton_schulz_scratch(a, b));
-    newton_schulz(xf.data(), a, b, scratch.data(), 5, k);
-    return {singular_values(to_matrix(x, a, b)), singular_values(to_matrix(std::vector<double>(xf.begin(), xf.end()), a, b))};
-}
-
-// How many singular values break the documented band: those at or above kBandFrom·‖x‖_F outside
-// [kBandLo, kBandHi], and those of a zero input singular value above `zero_tol`.
-int band_violations(const NsResult& r, double zero_tol = 0.02) {
-    double norm2 = 0;
-    for (double s : r.in) norm2 += s * s;
-    int bad = 0;
-    for (size_t i = 0; i < r.in.size(); i++) {
-        const double rel = r.in[i] / std::sqrt(norm2);
-        if (rel >= kBandFrom && (r.out[i] < kBandLo || r.out[i] > kBandHi)) bad++;
-        if (rel < 1e-9 && r.out[i] > zero_tol) bad++;
-    }
-    return bad;
-}
 
 // The reference Muon step for one matrix W (rows, cols), in double and written plainly: the
 // iteration runs on the (rows, cols) orientation as given, with the Gram matrix XᵀX on the right
@@ -138,12 +73,6 @@ double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) 
     for (double v : b) scale = std::max(scale, std::abs(v));
     for (size_t i = 0; i < a.size(); i++) worst = std::max(worst, std::abs(a[i] - b[i]) / scale);
     return worst;
-}
-
-std::vector<double> gaussian(size_t n, Rng& rng, double sd = 1.0) {
-    std::vector<double> x(n);
-    for (double& v : x) v = sd * rng.normal();
-    return x;
 }
 
 }  // namespace

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+
+#include <omp.h>
 
 #include "lib/core/errors.h"
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/matmul_bf16.h"
 
 namespace hg {
 
@@ -68,15 +72,21 @@ void mul_add(double* y, const double* p, const double* x, int a, int b) {
         }
 }
 
+// x /= (‖x‖_F + eps): σ_max <= ‖x‖_F, so every σ lands in [0, 1].
+template <typename real>
+void normalise(real* x, size_t n) {
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += double(x[i]) * double(x[i]);
+    const real inv = real(1.0 / (std::sqrt(sum) + 1e-7));
+    for (size_t i = 0; i < n; i++) x[i] *= inv;
+}
+
 }  // namespace
 
 template <typename real>
 void newton_schulz(real* x, int a, int b, real* scratch, int steps, const NsCoefficients& k) {
     const size_t n = size_t(a) * b, aa = size_t(a) * a;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += double(x[i]) * double(x[i]);
-    const real inv = real(1.0 / (std::sqrt(sum) + 1e-7));  // σ_max <= ‖x‖_F: every σ lands in [0, 1]
-    for (size_t i = 0; i < n; i++) x[i] *= inv;
+    normalise(x, n);
     real* y = scratch;         // (a, b) the next iterate
     real* gm = y + n;          // (a, a) A = X Xᵀ
     real* poly = gm + aa;      // (a, a) b·A + c·A²
@@ -90,6 +100,30 @@ void newton_schulz(real* x, int a, int b, real* scratch, int steps, const NsCoef
         std::swap(cur, y);
     }
     if (cur != x) std::memcpy(x, cur, n * sizeof(real));
+}
+
+void newton_schulz_bf16(float* x, int a, int b, float* scratch, bf16* scratch16, int steps, const NsCoefficients& k) {
+    const size_t n = size_t(a) * b, aa = size_t(a) * a;
+    normalise(x, n);
+    float* y = scratch;        // (a, b) the next iterate, float
+    float* gm = y + n;         // (a, a) A = X Xᵀ, float sums
+    float* poly = gm + aa;     // (a, a) A², then b·A + c·A²
+    bf16* x16 = scratch16;     // (a, b) X rounded
+    bf16* gm16 = x16 + n;      // (a, a) A rounded
+    bf16* poly16 = gm16 + aa;  // (a, a) b·A + c·A² rounded
+    float* cur = x;
+    for (int s = 0; s < steps; s++) {
+        bf16_round(x16, cur, n);
+        matmul_bf16_nt(gm, x16, x16, a, a, b, b, b, a, 1.0f, 0.0f);
+        bf16_round(gm16, gm, aa);
+        matmul_bf16_nn(poly, gm16, gm16, a, a, a, a, a, a, 1.0f, 0.0f);
+        for (size_t i = 0; i < aa; i++) poly[i] = float(k.b) * gm[i] + float(k.c) * poly[i];
+        bf16_round(poly16, poly, aa);
+        for (size_t i = 0; i < n; i++) y[i] = float(k.a) * cur[i];
+        matmul_bf16_nn(y, poly16, x16, a, b, a, a, b, b, 1.0f, 1.0f);  // X' = a·X + P·X, summed in float
+        std::swap(cur, y);
+    }
+    if (cur != x) std::memcpy(x, cur, n * sizeof(float));
 }
 
 template <typename real>
@@ -140,45 +174,99 @@ std::string describe_optimizer(const std::vector<TensorSpec>& table, OptimizerKi
 }
 
 template <typename real>
-void Muon<real>::build(const std::vector<MuonMatrix>& m) {
-    matrices = m;
-    size_t need = 0;
-    for (const MuonMatrix& w : matrices) {
-        const int a = std::min(w.rows, w.cols), b = std::max(w.rows, w.cols);
-        need = std::max(need, size_t(a) * b + newton_schulz_scratch(a, b));
+void Muon<real>::build(const std::vector<MuonMatrix>& m, bool use_bf16, int threads) {
+    check(!use_bf16 || sizeof(real) == sizeof(float), "Muon's bf16 products need float weights");
+    matrices = m, bf16_products = use_bf16;
+    slots = std::max(1, std::min(threads > 0 ? threads : omp_get_max_threads(), int(matrices.size())));
+    // Deal the matrices to the slots: the largest Newton–Schulz first, each to the least loaded
+    // slot (the lowest on a tie), so the split is the same on every run.
+    std::vector<double> cost(matrices.size()), load(slots, 0.0);
+    std::vector<int> by_cost(matrices.size()), slot_of(matrices.size());
+    slot_size = slot_size16 = 0;
+    for (size_t i = 0; i < matrices.size(); i++) {
+        const int a = std::min(matrices[i].rows, matrices[i].cols), b = std::max(matrices[i].rows, matrices[i].cols);
+        cost[i] = 4.0 * a * a * b + 2.0 * a * a * a;
+        by_cost[i] = int(i);
+        slot_size = std::max(slot_size, size_t(a) * b + newton_schulz_scratch(a, b));
+        if (use_bf16) slot_size16 = std::max(slot_size16, newton_schulz_scratch(a, b));
     }
-    scratch.allocate(need);
+    std::stable_sort(by_cost.begin(), by_cost.end(), [&](int x, int y) { return cost[x] > cost[y]; });
+    for (int i : by_cost) {
+        const int s = int(std::min_element(load.begin(), load.end()) - load.begin());
+        slot_of[i] = s, load[s] += cost[i];
+    }
+    order.clear(), first.assign(1, 0);
+    for (int s = 0; s < slots; s++) {
+        for (size_t i = 0; i < matrices.size(); i++)
+            if (slot_of[i] == s) order.push_back(int(i));
+        first.push_back(int(order.size()));
+    }
+    slot_size = (slot_size + 15) / 16 * 16;  // each slot on its own cache lines
+    slot_size16 = (slot_size16 + 31) / 32 * 32;
+    scratch.allocate(size_t(slots) * slot_size);
+    scratch16.allocate(size_t(slots) * slot_size16);
+}
+
+template <typename real>
+void Muon<real>::update(const MuonMatrix& w, real* x, bf16* x16, real* params, const real* grads, real* momentum,
+                        double lr, double weight_decay, double mu, const NsCoefficients& k, double grad_scale,
+                        bf16* params16) const {
+    const real r_mu = real(mu), scale = real(grad_scale);
+    const real keep = real(1.0 - lr * weight_decay);
+    const int rows = w.rows, cols = w.cols;
+    const bool flip = rows > cols;  // iterate on Uᵀ, the wide orientation
+    const int a = flip ? cols : rows, b = flip ? rows : cols;
+    real* p = params + w.offset;
+    const real* g = grads + w.offset;
+    real* buf = momentum + w.offset;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t i = size_t(r) * cols + c;
+            const real gi = g[i] * scale;  // the same bits as a gradient clipped in place
+            buf[i] = r_mu * buf[i] + gi;
+            x[flip ? size_t(c) * rows + r : i] = gi + r_mu * buf[i];
+        }
+    if constexpr (sizeof(real) == sizeof(float)) {
+        if (bf16_products) newton_schulz_bf16(x, a, b, x + size_t(a) * b, x16, 5, k);
+        else newton_schulz(x, a, b, x + size_t(a) * b, 5, k);
+    } else {
+        newton_schulz(x, a, b, x + size_t(a) * b, 5, k);
+    }
+    const real step = real(lr * 0.2 * std::sqrt(double(b)));  // lr · the shape rule s
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t i = size_t(r) * cols + c;
+            p[i] = p[i] * keep - step * x[flip ? size_t(c) * rows + r : i];
+            if (params16) params16[w.offset + i] = bf16_from_float(float(p[i]));  // the bf16 copy, in this pass
+        }
 }
 
 template <typename real>
 void Muon<real>::step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
                       const NsCoefficients& k, double grad_scale, bf16* params16) {
-    const real r_mu = real(mu), scale = real(grad_scale);
-    const real keep = real(1.0 - lr * weight_decay);
-    for (const MuonMatrix& w : matrices) {
-        const int rows = w.rows, cols = w.cols;
-        const bool flip = rows > cols;  // iterate on Uᵀ, the wide orientation
-        const int a = flip ? cols : rows, b = flip ? rows : cols;
-        real* x = scratch.data();  // (a, b)
-        real* p = params + w.offset;
-        const real* g = grads + w.offset;
-        real* buf = momentum + w.offset;
-        for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++) {
-                const size_t i = size_t(r) * cols + c;
-                const real gi = g[i] * scale;  // the same bits as a gradient clipped in place
-                buf[i] = r_mu * buf[i] + gi;
-                x[flip ? size_t(c) * rows + r : i] = gi + r_mu * buf[i];
-            }
-        newton_schulz(x, a, b, x + size_t(a) * b, 5, k);
-        const real step = real(lr * 0.2 * std::sqrt(double(b)));  // lr · the shape rule s
-        for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++) {
-                const size_t i = size_t(r) * cols + c;
-                p[i] = p[i] * keep - step * x[flip ? size_t(c) * rows + r : i];
-                if (params16) params16[w.offset + i] = bf16_from_float(float(p[i]));  // the bf16 copy, in this pass
+    // Slot s's matrices run on thread s of the team when it has `slots` threads, and on thread
+    // s mod n of a smaller one: which thread does not change a number (muon.h, "Threads").
+    std::exception_ptr error;  // an exception must not leave the region: rethrown after it
+#pragma omp parallel num_threads(slots)
+    {
+        // One thread per product, in a team of one as well (where omp_in_parallel() is false and
+        // the products would otherwise spread over the process's threads): this thread's own
+        // setting, for this region only.
+        omp_set_num_threads(1);
+        const int t = omp_get_thread_num(), n = omp_get_num_threads();
+        for (int s = t; s < slots; s += n)
+            for (int j = first[s]; j < first[s + 1]; j++) {
+                try {
+                    update(matrices[order[j]], scratch.data() + size_t(s) * slot_size,
+                           scratch16.data() + size_t(s) * slot_size16, params, grads, momentum, lr, weight_decay, mu,
+                           k, grad_scale, params16);
+                } catch (...) {
+#pragma omp critical
+                    error = std::current_exception();
+                }
             }
     }
+    if (error) std::rethrow_exception(error);
 }
 
 template void newton_schulz<float>(float*, int, int, float*, int);

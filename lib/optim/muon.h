@@ -43,7 +43,7 @@
 // Memory: the momentum of a Muon matrix lives in AdamW's first-moment arena m at the matrix's
 // own offset (AdamW never touches those elements), so checkpoints carry it as optim.m.<name>
 // with no new format; its second-moment v stays 0. The Newton–Schulz scratch is one arena sized
-// in build() for the largest matrix: a step allocates nothing.
+// in build(), a slot per thread for the largest matrix (Muon below): a step allocates nothing.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -71,6 +71,11 @@ constexpr float kMuonMomentumStart = 0.85f;  // the ramp's start (modded-nanogpt
 // The μ of step `iter` (0-based) under the warmup.
 float muon_momentum_at(const MuonConfig& c, int iter);
 
+// The coefficients, exposed so a test can plant a wrong one and see the band check fail.
+struct NsCoefficients {
+    double a = 3.4445, b = -4.7750, c = 2.0315;
+};
+
 // Newton–Schulz on the (a, b) row-major matrix x, a <= b: normalises x by its Frobenius norm and
 // applies `steps` steps of the quintic above. x holds the result at the end. scratch holds at
 // least newton_schulz_scratch(a, b) numbers. float runs on sgemm (lib/kernels/matmul.h); double on plain
@@ -79,10 +84,33 @@ template <typename real>
 void newton_schulz(real* x, int a, int b, real* scratch, int steps = 5);
 size_t newton_schulz_scratch(int a, int b);  // a·b + 2·a²
 
-// The coefficients, exposed so a test can plant a wrong one and see the band check fail.
-struct NsCoefficients {
-    double a = 3.4445, b = -4.7750, c = 2.0315;
-};
+// The same iteration with bf16 products (lib/kernels/matmul_bf16.h), for --dtype=bfloat16: each
+// step rounds X, A = X Xᵀ and P = b·A + c·A² to bf16 before the product that reads them, and sums
+// in float; the iterate X itself, a·X and the sum X' = a·X + P·X stay float. scratch holds
+// newton_schulz_scratch(a, b) floats, scratch16 newton_schulz_scratch(a, b) bf16 numbers.
+//
+// Why bf16 is enough here. Rounding an input to bf16 moves each element by at most 2⁻⁸ of
+// itself, independently from element to element. To first order a singular value σᵢ = pᵢᵀ X qᵢ
+// of a product's result moves by pᵢᵀ E qᵢ = Σ θⱼₖ xⱼₖ pᵢⱼ qᵢₖ for the rounding E = θ∘X: a sum of
+// a·b independent zero-mean terms, of standard deviation ≤ 2⁻⁸/√3 · max|xⱼₖ| (the θ uniform in
+// ±2⁻⁸, Σ pᵢⱼ² qᵢₖ² = 1). Every σ stays ≤ 1.2 through the iteration, so max|xⱼₖ| ≤ 1.2, max|Aⱼₖ|
+// ≤ 1.44 and max|Pⱼₖ| ≤ 2.8 (the eigenvalues of P are b·σ² + c·σ⁴ ∈ [−2.8, 0]). Weighted by where
+// each rounding enters the step (X through ψ(σ) = b·σ³ + c·σ⁵, |ψ'| ≤ 5.05 on [0, 1.2]; A through
+// c·A²·X, 2c·σ³; P through P·X, σ), one step's shift has a standard deviation of at most
+//     2⁻⁸/√3 · √((5.05·1.2)² + (2·2.03·1.2³·1.44)² + (2.8·1.2)²) ≈ 7.1 · 2⁻⁸ ≈ 0.028,
+// and far less in practice (the elements of a normalised 128 × 384 matrix are ~0.05, not 1.2).
+// The iteration does not carry such errors along: in exact arithmetic φ maps [0.65, 1.2] into
+// [0.68, 1.16] (its minimum there is 0.681 near σ = 1.05, its maximum 1.163 at 0.65), so a σ
+// that an earlier step's rounding moved by ~0.03 is put back into the band by the next step,
+// and a small σ still growing only follows the path of a slightly different σ. What is left is
+// the last step's own shift: the band with its edges moved by that one-step amount,
+// [0.68 − 0.03, 1.16 + 0.03] (tests/test_muon_bf16.cpp checks that). What bf16
+// does change: an input singular value far below 2⁻⁸ · ‖U‖_F (a zero one, in a rank-deficient U)
+// is lost in the rounding noise, which the iteration then grows like any small σ (the momentum
+// of a trained weight is full rank in practice, so this is rarely a direction that matters).
+void newton_schulz_bf16(float* x, int a, int b, float* scratch, bf16* scratch16, int steps = 5,
+                        const NsCoefficients& k = {});
+
 template <typename real>
 void newton_schulz(real* x, int a, int b, real* scratch, int steps, const NsCoefficients& k);
 
@@ -108,12 +136,29 @@ std::string describe_optimizer(const std::vector<TensorSpec>& table, OptimizerKi
                                const AdamWConfig& adamw);
 
 // Muon over its matrices, with the Newton–Schulz scratch sized once.
+//
+// Threads. The matrices are split over the threads, each matrix's whole update (momentum,
+// Newton–Schulz, the weight and its bf16 copy) on one thread with single-threaded products
+// (lib/kernels/matmul.h: both backends run so inside our parallel regions): the blocks'
+// matrices are small (128 × 384 for the speedrun), and one product split over two threads
+// costs more in handing out than it gains. build() deals the matrices to slots by their
+// Newton–Schulz FLOPs (4a²b + 2a³ a step), the largest first to the least loaded slot, one
+// slot per thread the process has then, each with its own scratch. Every matrix's numbers are
+// computed by one thread in one fixed order, whichever thread and however many: the result does
+// not depend on the thread count (tests/test_muon_bf16.cpp checks 1, 2 and 3 threads).
 template <typename real>
 struct Muon {
     std::vector<MuonMatrix> matrices;
-    Arena<real> scratch;  // the largest matrix's U (rows·cols) and its newton_schulz_scratch, sized by build()
+    bool bf16_products = false;  // Newton–Schulz's products on bf16 inputs (newton_schulz_bf16), float only
+    int slots = 0;               // threads the matrices are dealt to
+    std::vector<int> order;      // matrix indices, slot by slot: slot s has order[first[s] .. first[s+1])
+    std::vector<int> first;
+    size_t slot_size = 0, slot_size16 = 0;  // one slot's scratch: U (a·b) and newton_schulz_scratch; bf16's
+    Arena<real> scratch;                    // slots × slot_size
+    Arena<bf16> scratch16;                  // slots × slot_size16 (bf16_products only)
 
-    void build(const std::vector<MuonMatrix>& m);
+    // threads: the slots (0: omp_get_max_threads()). use_bf16: Newton–Schulz on bf16 products.
+    void build(const std::vector<MuonMatrix>& m, bool use_bf16 = false, int threads = 0);
     // One step on every matrix: params (P), grads (P), momentum (P, at the same offsets). Every
     // Muon matrix is a 2-D weight, so every one decays (by lr·weight_decay, as AdamW's).
     // grad_scale multiplies each gradient as it is read: clip_scale's factor, as for AdamW
@@ -121,6 +166,11 @@ struct Muon {
     // params16 (P) or null: the weights' bf16 copies, written as each weight is (lib/kernels/adamw.h).
     void step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
               const NsCoefficients& k = {}, double grad_scale = 1, bf16* params16 = nullptr);
+
+private:
+    void update(const MuonMatrix& w, real* x, bf16* x16, real* params, const real* grads, real* momentum,
+                double lr, double weight_decay, double mu, const NsCoefficients& k, double grad_scale,
+                bf16* params16) const;
 };
 
 }  // namespace hg

@@ -62,7 +62,7 @@ void Trainer::allocate(const GPTConfig& config) {
     v.allocate(model.num_parameters);
     OptimizerGroups groups = optimizer_groups(model.table, cfg.optimizer);
     spans = std::move(groups.adamw);
-    muon.build(groups.muon);
+    muon.build(groups.muon, cfg.dtype == DType::BFloat16);  // bf16: Newton–Schulz on bf16 products too
     batch.allocate(2 * size_t(cfg.batch_size) * config.block_size);
 }
 
