@@ -17,12 +17,14 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "lib/kernels/dropout_kernels.h"
 #include "lib/kernels/gelu_kernels.h"
 #include "lib/kernels/simd.h"
 #include "lib/layers/dropout.h"
@@ -159,6 +161,41 @@ TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd]
             CHECK(e_dw <= kLnVsFloatTwin);
             CHECK(e_db <= kLnVsFloatTwin);
         }
+    });
+}
+
+// The mask's hash runs in 64-bit lanes in the kernel and one element at a time in
+// Dropout::keep: every element's kept-or-dropped must agree, at any start index (the lanes'
+// counters start from i0), including counters that wrap, and for p near 0 and near 1.
+TEST_CASE("The dropout kernel keeps exactly the elements Dropout::keep keeps, on every SIMD target",
+          "[simd][dropout]") {
+    const size_t n = 1000;
+    Floats x(n, 1.5f), out(n);
+    for (int j = 0; j < 100; j++) x[size_t(j) * 7 % n] = -2.25f;  // signs: dropped negatives are +0 too
+    for_each_target([&] {
+        for (float p : {1e-7f, 0.1f, 0.5f, 0.999f})
+            for (size_t i0 : {size_t(0), size_t(3), size_t(123457), ~size_t(0) - 500}) {
+                for (uint64_t key : {uint64_t(0), uint64_t(0x5eedULL), ~uint64_t(0)}) {
+                    const Dropout drop{p, key};
+                    dropout_apply_kernel(out.data(), x.data(), n, drop, i0);
+                    size_t bad = 0, kept = 0;
+                    for (size_t j = 0; j < n; j++) {
+                        const float want = drop.apply(x[j], i0 + j);
+                        bad += std::memcmp(&out[j], &want, sizeof(float)) != 0;
+                        kept += drop.keep(i0 + j);
+                    }
+                    CAPTURE(p, i0, key, kept);
+                    CHECK(bad == 0);
+                }
+            }
+        // in place, and a planted mismatch is seen: a different key keeps other elements
+        Floats y = x;
+        dropout_apply_kernel(y.data(), y.data(), n, Dropout{0.3f, 9}, 0);
+        Floats z(n);
+        dropout_apply_kernel(z.data(), x.data(), n, Dropout{0.3f, 10}, 0);
+        CHECK(mismatches(y, z) > 100);
+        dropout_apply_kernel(z.data(), x.data(), n, Dropout{0.3f, 9}, 0);
+        CHECK(mismatches(y, z) == 0);
     });
 }
 

@@ -102,8 +102,7 @@ void WeightedRows(float* y, const float* w, size_t ws, const float* x, size_t ld
 // P_t = att_t with dropout applied, s ≤ t: att_t itself without dropout, else into `dropped`.
 const float* DroppedRow(float* dropped, const float* att_t, int t, Dropout drop, size_t row) {
     if (!drop.active()) return att_t;
-    const float keep_scale = drop.scale();
-    for (int s = 0; s <= t; s++) dropped[s] = drop.keep(row + s) ? att_t[s] * keep_scale : 0.0f;
+    dropout_apply_kernel(dropped, att_t, size_t(t) + 1, drop, row);
     return dropped;
 }
 
@@ -141,10 +140,7 @@ void AttentionHeadBackward(float* dq, float* dk, float* dv, float* dS, const flo
     for (int t = 0; t < T; t++) {
         float* dS_t = dS + size_t(t) * T;
         const size_t row = drop_base + size_t(t) * T;
-        if (drop.active()) {  // step 2: dA = dP · m / (1 - p)
-            const float keep_scale = drop.scale();
-            for (int s = 0; s <= t; s++) dS_t[s] = drop.keep(row + s) ? dS_t[s] * keep_scale : 0.0f;
-        }
+        if (drop.active()) dropout_apply_kernel(dS_t, dS_t, size_t(t) + 1, drop, row);  // step 2: dA = dP · m / (1 - p)
         softmax_backward_row(dS_t, att + size_t(t) * T, dS_t, size_t(t) + 1);  // step 3
         // step 4: dq_t = Σ_{s ≤ t} dS[t,s] · k_s / √hs
         WeightedRows(dq + size_t(t) * ld, dS_t, 1, k, ld, 0, t + 1, hs, scale);

@@ -1,4 +1,4 @@
-// dropout_kernels.cpp — Highway implementations of dropout_kernels.h, compiled for every
+// dropout_kernels.cpp — Highway implementation of dropout_kernels.h, compiled for every
 // target by foreach_target.h.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels/dropout_kernels.cpp"
@@ -11,13 +11,38 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void DropoutMul(float* out, const float* inp, const float* mult, size_t n) {
-    const hn::ScalableTag<float> d;
-    const size_t L = hn::Lanes(d);
-    size_t i = 0;
-    for (; i + L <= n; i += L)
-        hn::StoreU(hn::Mul(hn::LoadU(d, inp + i), hn::LoadU(d, mult + i)), d, out + i);
-    for (; i < n; i++) out[i] = inp[i] * mult[i];  // scalar tail (simd.h)
+// mix64 (lib/core/rng.h) on every 64-bit lane.
+template <class D, class V>
+V Mix64(D d, V z) {
+    z = hn::Mul(hn::Xor(z, hn::ShiftRight<30>(z)), hn::Set(d, 0xbf58476d1ce4e5b9ULL));
+    z = hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d, 0x94d049bb133111ebULL));
+    return hn::Xor(z, hn::ShiftRight<31>(z));
+}
+
+// The hash needs 64-bit lanes, so the floats go as many at a time as a vector has 64-bit lanes
+// (half a float vector). Lane j holds z = key + φ·(i + 1) for its element i, as hash_uniform
+// forms it, and z steps by φ·lanes from one group to the next (integer arithmetic wraps the same
+// way in both). The top 24 bits of mix64(z), < 2²⁴, convert exactly to double and then to float,
+// and times 2⁻²⁴ give hash_uniform's value exactly: the comparison with p is hash_uniform's.
+void DropoutApply(float* out, const float* inp, size_t n, float p, uint64_t key, size_t i0) {
+    constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;  // φ, hash_uniform's step
+    const hn::ScalableTag<uint64_t> du;
+    const hn::Rebind<double, decltype(du)> dd;  // as many lanes of each
+    const hn::Rebind<int64_t, decltype(du)> di;
+    const hn::Rebind<float, decltype(du)> df;
+    const size_t L = hn::Lanes(du);
+    auto z = hn::Add(hn::Set(du, key + kGolden * (uint64_t(i0) + 1)), hn::Mul(hn::Iota(du, 0), hn::Set(du, kGolden)));
+    const auto step = hn::Set(du, kGolden * uint64_t(L));
+    const auto vp = hn::Set(df, p), vscale = hn::Set(df, 1.0f / (1.0f - p)), two24 = hn::Set(df, 1.0f / 16777216.0f);
+    size_t j = 0;
+    for (; j + L <= n; j += L, z = hn::Add(z, step)) {
+        const auto bits = hn::BitCast(di, hn::ShiftRight<40>(Mix64(du, z)));  // < 2²⁴
+        const auto u = hn::Mul(hn::DemoteTo(df, hn::ConvertTo(dd, bits)), two24);
+        const auto keep = hn::Ge(u, vp);
+        hn::StoreU(hn::IfThenElseZero(keep, hn::Mul(hn::LoadU(df, inp + j), vscale)), df, out + j);
+    }
+    const Dropout drop{p, key};
+    for (; j < n; j++) out[j] = drop.apply(inp[j], i0 + j);  // scalar tail (simd.h)
 }
 
 }  // namespace hg::HWY_NAMESPACE
@@ -25,10 +50,10 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace hg {
-HWY_EXPORT(DropoutMul);
+HWY_EXPORT(DropoutApply);
 
-void dropout_mul_kernel(float* out, const float* inp, const float* mult, size_t n) {
-    HWY_DYNAMIC_DISPATCH(DropoutMul)(out, inp, mult, n);
+void dropout_apply_kernel(float* out, const float* inp, size_t n, const Dropout& drop, size_t i0) {
+    HWY_DYNAMIC_DISPATCH(DropoutApply)(out, inp, n, drop.p, drop.key, i0);
 }
 
 }  // namespace hg

@@ -1,8 +1,8 @@
-// dropout_kernels.h — the multiply half of dropout (dynamic dispatch; see simd.h).
-// lib/layers/dropout.cpp fills `mult` from the hash (scalar: 0 where dropped, 1/(1-p) where
-// kept) and calls this, in both passes: the forward multiplies the input, the backward the
-// gradient (dinp_i = dout_i · mult_i). Scalar twins: twin::dropout_forward /
-// twin::dropout_backward in lib/layers/dropout.h. One IEEE multiply: bit-identical to them.
+// dropout_kernels.h — dropout's mask and multiply in one pass (dynamic dispatch; see simd.h).
+// lib/layers/dropout.cpp runs it in both passes (the forward on the input, the backward on the
+// gradient: dinp_i = dout_i · m_i with the same m_i), and attention runs it on the probabilities
+// and on their gradient. Scalar twin: Dropout::apply below, which the tests compare it with on
+// every target; the layer's own twins are in lib/layers/dropout.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,9 +19,13 @@ struct Dropout {
     bool active() const { return p > 0.0f; }
     bool keep(size_t i) const { return hash_uniform(key, i) >= p; }
     float scale() const { return 1.0f / (1.0f - p); }
+    // Element i of a dropped array: x scaled by 1/(1-p) where kept, 0 (+0) where dropped.
+    float apply(float x, size_t i) const { return keep(i) ? x * scale() : 0.0f; }
 };
 
-// out_i = inp_i · mult_i       (out may alias inp)
-void dropout_mul_kernel(float* out, const float* inp, const float* mult, size_t n);
+// out_j = drop.apply(inp_j, i0 + j) for j < n (out may alias inp), the mask bit for bit
+// Dropout::keep's: the hash runs in 64-bit lanes, the same integer steps as mix64, and its 24
+// bits become the same float before the comparison with p.
+void dropout_apply_kernel(float* out, const float* inp, size_t n, const Dropout& drop, size_t i0);
 
 }  // namespace hg

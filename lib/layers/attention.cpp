@@ -22,6 +22,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/kernels/attention_kernels.h"
+#include "lib/kernels/dropout_kernels.h"
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/matmul_bf16.h"
 #include "lib/kernels/softmax_kernels.h"
@@ -89,13 +90,10 @@ static void forward_blocks(float* out, float* att, float* scratch, bf16* scratch
             int ldp = T;
             if (drop.active()) {
                 float* dropped = scratch + (size_t)bh * T * T;  // (rows, t1) used
-                const float keep_scale = drop.scale();
                 for (int t = t0; t < t1; t++) {
-                    const float* att_t = att_bh + (size_t)t * T;
-                    float* P_t = dropped + (size_t)(t - t0) * t1;
                     const size_t row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
-                    for (int s = 0; s < t1; s++)  // s > t: att is 0 already
-                        P_t[s] = drop.keep(row + s) ? att_t[s] * keep_scale : 0.0f;
+                    // s > t: att is 0 already
+                    dropout_apply_kernel(dropped + (size_t)(t - t0) * t1, att_bh + (size_t)t * T, t1, drop, row);
                 }
                 P = dropped;
                 ldp = t1;
@@ -169,9 +167,7 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
                 float* blk_t = blk + (size_t)(t - t0) * T;
                 const size_t row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
                 if (drop.active()) {
-                    const float keep_scale = drop.scale();
-                    for (int s = 0; s <= t; s++)
-                        blk_t[s] = drop.keep(row + s) ? att_t[s] * keep_scale : 0.0f;
+                    dropout_apply_kernel(blk_t, att_t, (size_t)t + 1, drop, row);
                 } else {
                     std::memcpy(blk_t, att_t, sizeof(float) * (size_t)(t + 1));
                 }
@@ -193,12 +189,8 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
                 const float* att_t = att_bh + (size_t)t * T;
                 float* blk_t = blk + (size_t)(t - t0) * T;
                 // step 2: dA = dP · m / (1 - p)
-                if (drop.active()) {
-                    const size_t row = ((size_t)bh * T + t) * T;
-                    const float keep_scale = drop.scale();
-                    for (int s = 0; s <= t; s++)
-                        blk_t[s] = drop.keep(row + s) ? blk_t[s] * keep_scale : 0.0f;
-                }
+                if (drop.active())
+                    dropout_apply_kernel(blk_t, blk_t, (size_t)t + 1, drop, ((size_t)bh * T + t) * T);
                 // step 3: the softmax Jacobian on the visible s ≤ t; the masked rest gets none
                 softmax_backward_row(blk_t, att_t, blk_t, (size_t)t + 1);
                 std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));

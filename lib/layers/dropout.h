@@ -35,10 +35,11 @@ inline void dropout_check(const char* fn, size_t n, Dropout drop) {
     check(drop.p >= 0.0f && drop.p < 1.0f, "{}: p ({}) must be in [0, 1)", fn, drop.p);  // NaN fails
 }
 
-// The multiplier of element i: 0 where dropped, 1/(1-p) where kept.
+// Element i of the dropped array x: x scaled by m_i = 1/(1-p) where kept, 0 where dropped
+// (Dropout::apply in float; here in `real`).
 template <typename real>
-real dropout_multiplier(const Dropout& drop, size_t i) {
-    return drop.keep(i) ? real(1) / (real(1) - real(drop.p)) : real(0);
+real dropout_apply(const Dropout& drop, real x, size_t i) {
+    return drop.keep(i) ? x * (real(1) / (real(1) - real(drop.p))) : real(0);
 }
 
 namespace twin {
@@ -47,7 +48,7 @@ void dropout_forward(real* out,        // (n)
                      const real* inp,  // (n)
                      size_t n, Dropout drop) {
     dropout_check("dropout_forward", n, drop);
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] * dropout_multiplier<real>(drop, i);
+    for (size_t i = 0; i < n; i++) out[i] = dropout_apply(drop, inp[i], i);
 }
 
 // Dropout backward.  out_i = inp_i · m_i with m_i = keep_i / (1 - p) a constant (the mask is a
@@ -60,7 +61,7 @@ void dropout_backward(real* dinp,        // (n)
                       const real* dout,  // (n)
                       size_t n, Dropout drop) {
     dropout_check("dropout_backward", n, drop);
-    for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * dropout_multiplier<real>(drop, i);
+    for (size_t i = 0; i < n; i++) dinp[i] = dropout_apply(drop, dout[i], i);
 }
 }  // namespace twin
 
