@@ -201,8 +201,8 @@ TEST_CASE("the calls of one and two blocks carried to n_layer are the whole mode
 
 // matmul_choice.h: under bf16 the linear layers' products are not the backend's where oneDNN's
 // bf16 matmul runs them, so auto is timed on the float products left; widened, they are float
-// products and recorded. With oneDNN's bf16 every product of this step is bf16 (attention's
-// too), so nothing is left to time, and the choice says so instead of timing nothing.
+// products and recorded. Attention's products are bf16 too (its sgemm path, at every shape), so
+// with oneDNN's bf16 nothing is left to time, and the choice says so instead of timing nothing.
 TEST_CASE("auto's recording under bf16: the float products only, or all of them when bf16 is widened",
           "[matmul][bf16]") {
     GPTConfig c = preset("course");
@@ -220,8 +220,8 @@ TEST_CASE("auto's recording under bf16: the float products only, or all of them 
     matmul_bf16_force_widen(false);
     const std::vector<MatmulCall> bf16 = training_step_matmuls(c, tc, ids);
     CAPTURE(widened, total(bf16));
-    // (2 blocks · 4 linear layers + the head) · 3 products, and attention's six per (b, h) and block
-    // where it runs its bf16 products (no dropout here: attention.h)
+    // (2 blocks · 4 linear layers + the head) · 3 products, and attention's 2 + 4 per (b, h) and
+    // block (T 16: one row block)
     CHECK(widened == (2 * 4 + 1) * 3 + 2 * tc.batch_size * c.n_head * 6);
     if (matmul_bf16_backend() != Bf16Backend::OneDNN) return;
     CHECK(bf16.empty());

@@ -275,15 +275,11 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
 }
 
 // ---- bf16 (attention.h) ----------------------------------------------------------------------
-// Which path runs in bf16. The fused kernels have no bf16 version: measured per call on one
-// thread (best of 400, forward + backward, 2026-12-03, Zen 5 with AVX512_BF16), at the course
-// model's shape (B 12, T 64, hs 32), the bf16 sgemm path takes 0.72 ms against the float fused
-// kernels' 0.88 without dropout, but 2.24 ms against 1.11 with dropout 0.2: there the fused
-// kernels drop in registers while the sgemm path writes a dropped copy of att. So the fused
-// shapes run the float fused kernels when dropout is on, and every other case the bf16 products
-// (the baby GPT's shape, T 256, hs 64, B 2: 2.0 ms against the float sgemm path's 4.0).
-bool attention_bf16_uses_fused(int T, int hs, bool dropout) { return dropout && attention_uses_fused(T, hs); }
-
+// bf16 runs the sgemm path at every shape; the fused kernels have no bf16 version. Measured per
+// call on one thread (best of 400, forward + backward, 2026-12-03, Zen 5 with AVX512_BF16), at the
+// course model's shape (B 12, T 64, hs 32, where the float path runs fused) the bf16 sgemm path
+// takes 0.72 ms against the float fused kernels' 0.84 without dropout, and 0.94 against 1.11 with
+// dropout 0.2; at the baby GPT's (B 2, T 256, hs 64) 2.0 ms against the float sgemm path's 4.0.
 size_t attention_bf16_scratch(int B, int T, int C, int NH) {
     check(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0, "attention: bad sizes B={} T={} C={} NH={}", B, T, C, NH);
     return size_t(B) * NH * head_numbers(T, C / NH);
@@ -292,8 +288,6 @@ size_t attention_bf16_scratch(int B, int T, int C, int NH) {
 void attention_forward_bf16(float* out, float* att, float* scratch, bf16* scratch16, const float* qkv, int B,
                             int T, int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, false);
-    if (attention_bf16_uses_fused(T, C / NH, drop.active()))
-        return attention_forward_fused(out, att, scratch, qkv, B, T, C, NH, drop);
     check(scratch16 != nullptr, "attention: the bf16 forward needs scratch16");
     forward_blocks<true>(out, att, scratch, scratch16, qkv, B, T, C, NH, drop);
 }
@@ -301,8 +295,6 @@ void attention_forward_bf16(float* out, float* att, float* scratch, bf16* scratc
 void attention_backward_bf16(float* dqkv, float* scratch, bf16* scratch16, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, true);
-    if (attention_bf16_uses_fused(T, C / NH, drop.active()))
-        return attention_backward_fused(dqkv, scratch, dout, qkv, att, B, T, C, NH, drop);
     check(scratch16 != nullptr, "attention: the bf16 backward needs scratch16");
     backward_blocks<true>(dqkv, scratch, scratch16, dout, qkv, att, B, T, C, NH, drop);
 }

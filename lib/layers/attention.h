@@ -62,10 +62,9 @@ void attention_backward_fused(float* dqkv, float* scratch, const float* dout, co
 //                     near-equal numbers wherever a row's gradient is nearly uniform, so dP
 //                     reaches it in float and only its result dS is rounded.
 // The bound this gives on out and dqkv, entry by entry, is derived in tests/test_attention_bf16.cpp.
-// scratch16: attention_bf16_scratch(B, T, C, NH) bf16 numbers of working space. Where
-// attention_bf16_uses_fused(T, C/NH, drop.active()), these run the float fused kernels instead
-// (attention.cpp says why) and do not touch scratch16.
-bool attention_bf16_uses_fused(int T, int hs, bool dropout);
+// scratch16: attention_bf16_scratch(B, T, C, NH) bf16 numbers of working space. They run at
+// every shape, also where the float path would take the fused kernels (attention.cpp: measured
+// faster there too).
 size_t attention_bf16_scratch(int B, int T, int C, int NH);
 void attention_forward_bf16(float* out, float* att, float* scratch, bf16* scratch16, const float* qkv, int B,
                             int T, int C, int NH, Dropout drop);
