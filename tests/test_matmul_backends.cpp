@@ -104,7 +104,7 @@ std::vector<int> random_ids(int V, size_t n) {
 TEST_CASE("--matmul's values: auto, a backend's name, or one error", "[matmul]") {
     CHECK_FALSE(parse_matmul_flag("auto").has_value());
     CHECK(parse_matmul_flag("openblas") == MatmulBackend::OpenBLAS);
-    CHECK_THROWS_WITH(parse_matmul_flag("cuda"), Catch::Contains("--matmul must be auto, openblas or onednn"));
+    CHECK_THROWS_WITH(parse_matmul_flag("cuda"), Catch::Contains("--matmul must be auto, openblas, onednn or highway"));
     CHECK_THROWS_AS(parse_matmul_flag("OpenBLAS"), Error);
     CHECK_THROWS_AS(parse_matmul_flag(""), Error);
     if (matmul_available(MatmulBackend::OneDNN)) CHECK(parse_matmul_flag("onednn") == MatmulBackend::OneDNN);
