@@ -8,12 +8,14 @@
 //
 // How (gemm.cpp): K is cut into blocks of KC, columns of c into blocks of NC, rows into blocks
 // of MC. Each (NC, KC) block of op(b) is packed into panels of NR = 2 vectors of columns, k-major
-// (one panel is NR·KC floats, read straight through by the micro-kernel and kept in L1); each
-// (MC, KC) block of op(a) into panels of MR rows, k-major (MR floats per k, broadcast one by
-// one). The micro-kernel keeps an MR × NR tile of c in MR·2 vector registers and, per k, loads
-// the two vectors of b and does MR·2 fused multiply-adds. Panels are zero-padded past M and N,
-// so the arithmetic has no tails; a tile that sticks out of c goes through a small buffer. The
-// buffers are arrays on the stack (~224 KB): nothing is allocated.
+// (one panel is NR·KC floats, read straight through by the micro-kernel and kept in L1). op(a)
+// is read in place, MR rows at a time, one float per row and k broadcast to a vector; when a is
+// transposed its (MC, KC) block is first packed into panels of MR rows, k-major. The
+// micro-kernel keeps an MR × NR tile of c in MR·2 vector registers and, per k, loads the two
+// vectors of b and does MR·2 fused multiply-adds. b's panels are zero-padded past N and a
+// tile's rows past M repeat its last row, so the arithmetic has no tails; a tile that sticks
+// out of c is stored through a small buffer. The buffers are arrays on the stack (~224 KB):
+// nothing is allocated.
 //
 // Order of the sums: c_ij = alpha·s_1 + beta·c_ij, then c_ij = alpha·s_b + c_ij for each later
 // K block b, where s_b sums a_ik·b_kj over the block's k in increasing order, one lane per
