@@ -29,14 +29,15 @@ using namespace hg::gemm_blocks;
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
-// Rows of the micro-kernel's tile: 12 (24 accumulators) with AVX-512's 32 vector registers,
-// 8 with NEON's / SVE's 32, 6 (12 accumulators, 2 of b, 1 broadcast) where there are 16.
+// The micro-kernel's tile: kMR rows × kNV vectors of columns, kMR·kNV accumulators. 24 of the
+// 32 vector registers of AVX-512, NEON and SVE; 12 of SSE's / AVX2's 16 (with 2 of b and 1
+// broadcast beside them).
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-constexpr int kMR = 12;
+constexpr int kMR = 6, kNV = 4;
 #elif HWY_ARCH_ARM && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR
-constexpr int kMR = 8;
+constexpr int kMR = 8, kNV = 3;
 #else
-constexpr int kMR = 6;
+constexpr int kMR = 6, kNV = 2;
 #endif
 
 // a transposed, a tile's rows i0..i0+mr (mr < kMR) of op(a), columns 0..kc, into a panel of kMR
@@ -47,12 +48,12 @@ static void PackTail(float* HWY_RESTRICT ap, const float* a, size_t lda, int mr,
 }
 
 // Panels of nr columns of op(b) rows 0..kc, columns 0..n: panel p at bp + p·nr·kc, k-major. The
-// last panel is nr / 2 (one vector) wide when that holds what is left (PanelWidth).
-static int PanelWidth(int left, int nr) { return left >= nr || left > nr / 2 ? nr : std::max(1, nr / 2); }
+// last panel is as many vectors wide as what is left needs (PanelWidth).
+static int PanelWidth(int left, int nr, int L) { return left >= nr ? nr : (left + L - 1) / L * L; }
 
-static void PackB(float* HWY_RESTRICT bp, View b, int n, int kc, int nr_full) {
+static void PackB(float* HWY_RESTRICT bp, View b, int n, int kc, int nr_full, int L) {
     for (int j0 = 0; j0 < n; j0 += nr_full) {
-        const int nr = PanelWidth(n - j0, nr_full), w = std::min(nr, n - j0);
+        const int nr = PanelWidth(n - j0, nr_full, L), w = std::min(nr, n - j0);
         float* dst = bp + size_t(j0) * kc;
         if (b.cs == 1) {  // op(b)'s row k is contiguous
             for (int k = 0; k < kc; k++) {
@@ -70,31 +71,30 @@ static void PackB(float* HWY_RESTRICT bp, View b, int n, int kc, int nr_full) {
     }
 }
 
-// c's row r of the tile: alpha·acc + beta·c (beta 0: c is not read), `w` of its NV·L columns.
+// c's row of the tile: alpha·acc + beta·c (beta 0: c is not read), `w` of its NV·L columns.
 template <int NV>
-static HWY_INLINE void StoreRow(D d, V acc0, V acc1, float* c, int w, float alpha, float beta) {
+static HWY_INLINE void StoreRow(D d, V acc0, V acc1, V acc2, V acc3, float* c, int w, float alpha, float beta) {
     const size_t L = hn::Lanes(d);
     const V va = hn::Set(d, alpha), vb = hn::Set(d, beta);
-    if (size_t(w) == NV * L) {
-        V o0 = hn::Mul(va, acc0), o1 = hn::Mul(va, acc1);
-        if (beta != 0) {
-            o0 = hn::Add(o0, hn::Mul(vb, hn::LoadU(d, c)));
-            if (NV > 1) o1 = hn::Add(o1, hn::Mul(vb, hn::LoadU(d, c + L)));
-        }
-        hn::StoreU(o0, d, c);
-        if (NV > 1) hn::StoreU(o1, d, c + L);
-        return;
+    // Full width in place; a part through a buffer with the same vector operations, so an
+    // element rounds alike wherever it lies.
+    HWY_ALIGN float buf[4 * HWY_MAX_BYTES / sizeof(float)];
+    float* out = c;
+    if (size_t(w) != NV * L) {
+        out = buf;
+        std::fill(buf, buf + NV * L, 0.0f);
+        if (beta != 0) std::copy(c, c + w, buf);
     }
-    // The same vector operations through a buffer, so an element rounds alike wherever it lies.
-    HWY_ALIGN float buf[2 * HWY_MAX_BYTES / sizeof(float)] = {};
-    if (beta != 0) std::copy(c, c + w, buf);
-    V o0 = hn::Mul(va, acc0), o1 = hn::Mul(va, acc1);
-    if (beta != 0) {
-        o0 = hn::Add(o0, hn::Mul(vb, hn::LoadU(d, buf)));
-        o1 = hn::Add(o1, hn::Mul(vb, hn::LoadU(d, buf + L)));
-    }
-    hn::StoreU(o0, d, buf), hn::StoreU(o1, d, buf + L);
-    std::copy(buf, buf + w, c);
+    const auto one = [&](V acc, float* at) HWY_ATTR {
+        V o = hn::Mul(va, acc);
+        if (beta != 0) o = hn::Add(o, hn::Mul(vb, hn::LoadU(d, at)));
+        hn::StoreU(o, d, at);
+    };
+    one(acc0, out);
+    if constexpr (NV > 1) one(acc1, out + L);
+    if constexpr (NV > 2) one(acc2, out + 2 * L);
+    if constexpr (NV > 3) one(acc3, out + 3 * L);
+    if (out == buf) std::copy(buf, buf + w, c);
 }
 
 // The micro-kernel: the tile of c at c (mr rows, w columns of it inside c) from kMR rows of
@@ -106,41 +106,45 @@ static HWY_NOINLINE void Tile(const float* const* arow, size_t ks, const float* 
                               float* c, size_t ldc, int mr, int w, float alpha, float beta) {
     const D d;
     const size_t L = hn::Lanes(d);
-    V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
-    V c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
-    V c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
-    V c60 = hn::Zero(d), c61 = hn::Zero(d), c70 = hn::Zero(d), c71 = hn::Zero(d);
-    V c80 = hn::Zero(d), c81 = hn::Zero(d), c90 = hn::Zero(d), c91 = hn::Zero(d);
-    V cA0 = hn::Zero(d), cA1 = hn::Zero(d), cB0 = hn::Zero(d), cB1 = hn::Zero(d);
-#define HG_GEMM_ROW(r)                                  \
-    {                                                   \
-        const V x = hn::Set(d, kColumns ? a0[at + 0x##r] : a##r[at]); \
-        c##r##0 = hn::MulAdd(x, b0, c##r##0);           \
-        if (NV > 1) c##r##1 = hn::MulAdd(x, b1, c##r##1); \
+#define HG_GEMM_ACC(r)                                                                        \
+    V c##r##0 = hn::Zero(d), c##r##1 = hn::Zero(d), c##r##2 = hn::Zero(d), c##r##3 = hn::Zero(d); \
+    const float* a##r = arow[std::min(0x##r, kMR - 1)];
+    HG_GEMM_ACC(0) HG_GEMM_ACC(1) HG_GEMM_ACC(2) HG_GEMM_ACC(3) HG_GEMM_ACC(4) HG_GEMM_ACC(5)
+    HG_GEMM_ACC(6) HG_GEMM_ACC(7)
+#undef HG_GEMM_ACC
+#define HG_GEMM_ROW(r)                                                     \
+    if constexpr (kMR > 0x##r) {                                           \
+        const V x = hn::Set(d, kColumns ? a0[at + 0x##r] : a##r[at]);      \
+        c##r##0 = hn::MulAdd(x, b0, c##r##0);                              \
+        if constexpr (NV > 1) c##r##1 = hn::MulAdd(x, b1, c##r##1);        \
+        if constexpr (NV > 2) c##r##2 = hn::MulAdd(x, b2, c##r##2);        \
+        if constexpr (NV > 3) c##r##3 = hn::MulAdd(x, b3, c##r##3);        \
     }
-    const float *a0 = arow[0], *a1 = arow[1], *a2 = arow[2], *a3 = arow[3], *a4 = arow[4], *a5 = arow[5];
-    const float *a6 = arow[kMR > 6 ? 6 : 0], *a7 = arow[kMR > 7 ? 7 : 0], *a8 = arow[kMR > 8 ? 8 : 0];
-    const float *a9 = arow[kMR > 9 ? 9 : 0], *aA = arow[kMR > 10 ? 10 : 0], *aB = arow[kMR > 11 ? 11 : 0];
     size_t at = 0;
     for (int k = 0; k < kc; k++, at += ks, bp += NV * L) {
-        const V b0 = hn::LoadU(d, bp), b1 = NV > 1 ? hn::LoadU(d, bp + L) : b0;
-        HG_GEMM_ROW(0) HG_GEMM_ROW(1) HG_GEMM_ROW(2) HG_GEMM_ROW(3) HG_GEMM_ROW(4) HG_GEMM_ROW(5)
-        if constexpr (kMR > 6) { HG_GEMM_ROW(6) HG_GEMM_ROW(7) }
-        if constexpr (kMR > 8) { HG_GEMM_ROW(8) HG_GEMM_ROW(9) HG_GEMM_ROW(A) HG_GEMM_ROW(B) }
+        const V b0 = hn::LoadU(d, bp);
+        const V b1 = NV > 1 ? hn::LoadU(d, bp + L) : b0, b2 = NV > 2 ? hn::LoadU(d, bp + 2 * L) : b0;
+        const V b3 = NV > 3 ? hn::LoadU(d, bp + 3 * L) : b0;
+        HG_GEMM_ROW(0) HG_GEMM_ROW(1) HG_GEMM_ROW(2) HG_GEMM_ROW(3)
+        HG_GEMM_ROW(4) HG_GEMM_ROW(5) HG_GEMM_ROW(6) HG_GEMM_ROW(7)
     }
 #undef HG_GEMM_ROW
-    StoreRow<NV>(d, c00, c01, c, w, alpha, beta);
-    if (mr > 1) StoreRow<NV>(d, c10, c11, c + ldc, w, alpha, beta);
-    if (mr > 2) StoreRow<NV>(d, c20, c21, c + 2 * ldc, w, alpha, beta);
-    if (mr > 3) StoreRow<NV>(d, c30, c31, c + 3 * ldc, w, alpha, beta);
-    if (mr > 4) StoreRow<NV>(d, c40, c41, c + 4 * ldc, w, alpha, beta);
-    if (mr > 5) StoreRow<NV>(d, c50, c51, c + 5 * ldc, w, alpha, beta);
-    if (mr > 6) StoreRow<NV>(d, c60, c61, c + 6 * ldc, w, alpha, beta);
-    if (mr > 7) StoreRow<NV>(d, c70, c71, c + 7 * ldc, w, alpha, beta);
-    if (mr > 8) StoreRow<NV>(d, c80, c81, c + 8 * ldc, w, alpha, beta);
-    if (mr > 9) StoreRow<NV>(d, c90, c91, c + 9 * ldc, w, alpha, beta);
-    if (mr > 10) StoreRow<NV>(d, cA0, cA1, c + 10 * ldc, w, alpha, beta);
-    if (mr > 11) StoreRow<NV>(d, cB0, cB1, c + 11 * ldc, w, alpha, beta);
+#define HG_GEMM_STORE(r) \
+    if (kMR > 0x##r && mr > 0x##r) StoreRow<NV>(d, c##r##0, c##r##1, c##r##2, c##r##3, c + 0x##r * ldc, w, alpha, beta);
+    HG_GEMM_STORE(0) HG_GEMM_STORE(1) HG_GEMM_STORE(2) HG_GEMM_STORE(3)
+    HG_GEMM_STORE(4) HG_GEMM_STORE(5) HG_GEMM_STORE(6) HG_GEMM_STORE(7)
+#undef HG_GEMM_STORE
+}
+
+using TileFn = void (*)(const float* const*, size_t, const float*, int, float*, size_t, int, int, float, float);
+
+// The tile for a panel nv vectors wide (1..kNV), a in place by rows or by columns.
+static TileFn PickTile(int nv, bool columns) {
+    constexpr int n2 = std::min(2, kNV), n3 = std::min(3, kNV);
+    if (nv == 1) return columns ? Tile<1, true> : Tile<1, false>;
+    if (nv == 2) return columns ? Tile<n2, true> : Tile<n2, false>;
+    if (nv == 3) return columns ? Tile<n3, true> : Tile<n3, false>;
+    return columns ? Tile<kNV, true> : Tile<kNV, false>;
 }
 
 void Gemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda, int ldb,
@@ -155,17 +159,18 @@ void Gemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int
         return;
     }
     const D d;
-    const int nr = int(2 * hn::Lanes(d));
+    const int L = int(hn::Lanes(d)), nr = kNV * L;
     const int nc = std::max(nr, NC / nr * nr);
-    HWY_ALIGN float bpack[size_t(KC) * std::max(NC, 2 * int(HWY_MAX_BYTES / sizeof(float)))];
+    const int kc_max = std::max(16, std::min(KC, 8192 / nr));  // a panel of b: 32 KB, half of L1 or less
+    HWY_ALIGN float bpack[size_t(KC) * std::max(NC, kNV * int(HWY_MAX_BYTES / sizeof(float)))];
     HWY_ALIGN float apack[size_t(kMR) * KC];  // a transposed: the tail tile's rows
     const size_t b_rs = tb ? 1 : size_t(ldb), b_cs = tb ? size_t(ldb) : 1;
     for (int jc = 0; jc < N; jc += nc) {
         const int n = std::min(nc, N - jc);
-        for (int pc = 0; pc < K; pc += KC) {
-            const int kc = std::min(KC, K - pc);
+        for (int pc = 0; pc < K; pc += kc_max) {
+            const int kc = std::min(kc_max, K - pc);
             const float beta_k = pc == 0 ? beta : 1.0f;
-            PackB(bpack, View{b + pc * b_rs + jc * b_cs, b_rs, b_cs}, n, kc, nr);
+            PackB(bpack, View{b + pc * b_rs + jc * b_cs, b_rs, b_cs}, n, kc, nr, L);
             for (int ic = 0; ic < M; ic += MC) {
                 const int m = std::min(MC, M - ic);
                 const int tail = m % kMR;  // rows in a last tile shorter than kMR
@@ -182,10 +187,8 @@ void Gemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int
                         const float* bp = bpack + size_t(jr) * kc;
                         float* cp = c + size_t(ic + ir) * ldc + jc + jr;
                         const int w = std::min(nr, n - jr);
-                        const bool wide = PanelWidth(n - jr, nr) == nr;
-                        const auto tile = ta ? (wide ? Tile<2, true> : Tile<1, true>)
-                                             : (wide ? Tile<2, false> : Tile<1, false>);
-                        tile(arow, ks, bp, kc, cp, size_t(ldc), mr, w, alpha, beta_k);
+                        PickTile(PanelWidth(n - jr, nr, L) / L, ta)(arow, ks, bp, kc, cp, size_t(ldc), mr, w, alpha,
+                                                                     beta_k);
                     }
             }
         }
