@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -279,6 +280,14 @@ TEST_CASE("auto: the faster backend on the recorded products, remembered per mac
     cache_put(key, "cuda 1 2");
     choose_matmul("auto", key, calls, threads);
     CHECK(recorded == 3);
+    // A line from a build with one backend fewer (two times, before the Highway backend) is
+    // measured again and rewritten with this build's times; the run goes on.
+    cache_put(key, "onednn 1.5 2.5");
+    const MatmulChoice older = choose_matmul("auto", key, calls, threads);
+    CHECK(recorded == 4);
+    CHECK(older.ms.size() == matmul_backends().size());
+    const std::string rewritten = cache_get(key).value_or("");
+    CHECK(std::count(rewritten.begin(), rewritten.end(), ' ') == int(matmul_backends().size()));
 }
 
 TEST_CASE("the machine's peak: positive, and not below the order of the measured product rate", "[matmul][peak]") {

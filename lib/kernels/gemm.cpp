@@ -13,6 +13,7 @@
 #define HG_GEMM_BLOCKS
 namespace hg::gemm_blocks {
 // KC·NC floats of b packed (128 KB); MC rows of a (MC·KC floats, 96 KB) are read while in L2.
+// MC is a multiple of every kMR below.
 constexpr int KC = 256, NC = 128, MC = 96;
 // An operand as op(x)(i, k) = x[i·rs + k·cs]: one of rs, cs is 1, the other the leading dimension.
 struct View {

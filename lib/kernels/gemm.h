@@ -6,16 +6,18 @@
 // transpose when ta / tb says so (matmul.h's nt is tb, tn is ta). One thread: matmul.cpp splits
 // a product over threads.
 //
-// How (gemm.cpp): K is cut into blocks of KC, columns of c into blocks of NC, rows into blocks
-// of MC. Each (NC, KC) block of op(b) is packed into panels of NR = 2 vectors of columns, k-major
-// (one panel is NR·KC floats, read straight through by the micro-kernel and kept in L1). op(a)
-// is read in place, MR rows at a time, one float per row and k broadcast to a vector; when a is
-// transposed its (MC, KC) block is first packed into panels of MR rows, k-major. The
-// micro-kernel keeps an MR × NR tile of c in MR·2 vector registers and, per k, loads the two
-// vectors of b and does MR·2 fused multiply-adds. b's panels are zero-padded past N and a
-// tile's rows past M repeat its last row, so the arithmetic has no tails; a tile that sticks
-// out of c is stored through a small buffer. The buffers are arrays on the stack (~224 KB):
-// nothing is allocated.
+// How (gemm.cpp): K is cut into blocks of at most KC (fewer where a panel of b would outgrow
+// 32 KB of L1), columns of c into blocks of NC, rows into blocks of MC. Each (NC, K block) block
+// of op(b) is packed into panels of NR = NV vectors of columns, k-major (one panel is read
+// straight through by the micro-kernel and kept in L1; the last panel only as many vectors
+// wide as the columns left need). op(a) is read in place, MR rows at a time, one float per row
+// and k broadcast to a vector (a transposed: the MR floats of one k lie side by side). The
+// micro-kernel keeps an MR × NR tile of c in MR·NV vector registers (AVX-512: 6 × 4, 24 of its
+// 32; AVX2 and SSE: 6 × 2; NEON and SVE: 8 × 3) and, per k, loads NV vectors of b and does
+// MR·NV fused multiply-adds. b's panels are zero-padded past N and a tile's rows past M repeat
+// its last row (a transposed: copied to a zero-padded panel, since reading on would pass the
+// matrix's end), so the arithmetic has no tails; a tile that sticks out of c is stored through
+// a small buffer. The buffers are arrays on the stack (~140 KB): nothing is allocated.
 //
 // Order of the sums: c_ij = alpha·s_1 + beta·c_ij, then c_ij = alpha·s_b + c_ij for each later
 // K block b, where s_b sums a_ik·b_kj over the block's k in increasing order, one lane per
