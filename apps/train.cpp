@@ -186,6 +186,7 @@ static void write_run_file(const CLI::App& app, const Trainer& t, const TrainFla
         else omit.insert(name);
     }
     values["tokenizer"] = d.tok->name(), values["threads"] = std::to_string(threads);
+    values["matmul"] = to_string(matmul_current());  // what auto chose: a replay must not choose again
     if (t.cfg.time_budget > 0) omit.insert({"max_iters", "lr_decay_iters"});  // the clock plans them
     write_run_config(app, (fs::path(f.out_dir) / "run.toml").string(), values, omit);
 }

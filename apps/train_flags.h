@@ -13,7 +13,7 @@ namespace hg {
 struct TrainFlags {
     TrainConfig tc, preset_tc;  // a preset sets the training defaults too (train_preset)
     std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
-    std::string batch_threads = "auto", lr_decay, lr_replans, optimizer, dtype = "float32";
+    std::string batch_threads = "auto", lr_decay, lr_replans, optimizer, dtype;
     TokenizerFlags tokenizer;
     int threads = 0;
     MatmulFlag matmul;
@@ -23,6 +23,7 @@ struct TrainFlags {
     explicit TrainFlags(const std::string& preset) : tc(train_preset(preset)), preset_tc(tc) {
         lr_decay = to_string(tc.schedule.decay);
         optimizer = to_string(tc.optimizer);
+        dtype = to_string(tc.dtype);
     }
     void add(CLI::App& app) {
         o_decay = app.add_option("--lr_decay_iters", tc.schedule.lr_decay_iters, "default: max_iters");

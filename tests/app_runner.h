@@ -78,6 +78,21 @@ inline int check_same_tensors(const std::string& path_a, const std::string& path
     return compared;
 }
 
+// Resuming is exact: `common` (train and its flags, no --max_iters or --out_dir) trained to `half`
+// iterations in out_dir b and then resumed there to `iters` ends with the checkpoint, bit for bit,
+// of the straight run of `iters` already in out_dir a. Returns the resumed run.
+inline Run check_resume_exact(const std::string& common, const std::string& a, const std::string& b, int half,
+                              int iters) {
+    const Run first = run(common + " --max_iters=" + std::to_string(half) + " --out_dir=" + b);
+    INFO(first.output);
+    REQUIRE(first.status == 0);
+    Run resumed = run(common + " --max_iters=" + std::to_string(iters) + " --init_from=resume --out_dir=" + b);
+    INFO(resumed.output);
+    REQUIRE(resumed.status == 0);
+    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 0);
+    return resumed;
+}
+
 // A text for the app tests to train on: `line` repeated `times` times (a few kB; windows of 17
 // tokens in both splits).
 inline std::string corpus(int times = 80,
@@ -89,9 +104,12 @@ inline std::string corpus(int times = 80,
 
 // The flags of a tiny run: one block of width 16 over 16 positions, batches of 4, two batches
 // per evaluation, warmup 2, one thread; each run takes well under a second. A test adds its
-// own flags after these, and a flag given twice takes its last value.
+// own flags after these, and a flag given twice takes its last value. The matmul backend is
+// named: runs compared with one another must use the same one (lib/kernels/matmul.h), and auto
+// may pick either when their times are close (lib/train/matmul_choice.h); tests of auto say so.
 inline const std::string kTiny =
-    " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2";
+    " --n_layer=1 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 --eval_iters=2 --threads=1 --warmup_iters=2"
+    " --matmul=openblas";
 
 // The tiny Shakespeare path from HANDGRAD_DATA, or "" (and a warning) when it is not set.
 inline std::string shakespeare_path() {

@@ -61,20 +61,10 @@ TEST_CASE("train, eval and sample work end to end; resuming through the app is e
     REQUIRE(straight.status == 0);
     CHECK(straight.output.find("val loss") != std::string::npos);
     CHECK(fs::exists(a + "/log.csv"));
-    REQUIRE(run(bin("train") + common + " --max_iters=6 --out_dir=" + b).status == 0);
-    Run resumed = run(bin("train") + common + " --max_iters=12 --init_from=resume --out_dir=" + b);
-    INFO(resumed.output);
-    REQUIRE(resumed.status == 0);
+    const Run resumed = check_resume_exact(bin("train") + common, a, b, 6, 12);
     CHECK(resumed.output.find("resuming") != std::string::npos);
-    Checkpoint ca = Checkpoint::load(a + "/ckpt.safetensors"), cb = Checkpoint::load(b + "/ckpt.safetensors");
-    CHECK(ca.progress.iter_num == 12);
-    CHECK(cb.progress.iter_num == 12);
-    for (const std::string& name : ca.file.names()) {
-        const auto &ea = ca.file.get(name), &eb = cb.file.get(name);
-        INFO(name);
-        REQUIRE(ea.nbytes() == eb.nbytes());
-        CHECK(std::memcmp(ea.data, eb.data, ea.nbytes()) == 0);
-    }
+    CHECK(Checkpoint::load(a + "/ckpt.safetensors").progress.iter_num == 12);
+    CHECK(Checkpoint::load(b + "/ckpt.safetensors").progress.iter_num == 12);
 
     SECTION("eval prints the loss as JSON") {
         Run e = run(bin("eval") + " --threads=1 --json --ckpt=" + a + "/ckpt.safetensors --text=" + data);
@@ -143,11 +133,7 @@ TEST_CASE("train --optimizer=muon prints its groups and resumes exactly through 
     CHECK(straight.output.find("optimizer: muon") != std::string::npos);
     CHECK(straight.output.find("muon:  4 tensors, 3072 parameters") != std::string::npos);
     CHECK(straight.output.find("adamw: ") != std::string::npos);
-    REQUIRE(run(bin("train") + common + " --max_iters=4 --out_dir=" + b).status == 0);
-    Run resumed = run(bin("train") + common + " --max_iters=8 --init_from=resume --out_dir=" + b);
-    INFO(resumed.output);
-    REQUIRE(resumed.status == 0);
-    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 0);
+    check_resume_exact(bin("train") + common, a, b, 4, 8);
     expect_error(run(bin("train") + kTiny + " --data=" + data + " --max_iters=9 --init_from=resume --out_dir=" + b),
                  "--optimizer=muon");
 }
@@ -162,11 +148,7 @@ TEST_CASE("train --dtype=bfloat16 says so, resumes exactly, and its checkpoint r
     INFO(straight.output);
     REQUIRE(straight.status == 0);
     CHECK(straight.output.find("dtype: bfloat16 (products: ") != std::string::npos);
-    REQUIRE(run(bin("train") + common + " --max_iters=4 --out_dir=" + b).status == 0);
-    Run resumed = run(bin("train") + common + " --max_iters=8 --init_from=resume --out_dir=" + b);
-    INFO(resumed.output);
-    REQUIRE(resumed.status == 0);
-    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 0);
+    check_resume_exact(bin("train") + common, a, b, 4, 8);
     Run as_float = run(bin("train") + kTiny + " --data=" + data + " --max_iters=10 --lr_decay_iters=8 "
                        "--eval_interval=4 --init_from=resume --out_dir=" + b);
     INFO(as_float.output);

@@ -13,6 +13,7 @@
 
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/dataset.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/train/budget.h"
 #include "lib/train/train_loop.h"
@@ -289,6 +290,20 @@ TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][bud
     CHECK(gpt2_block.gelu == GeluKind::Tanh);
     CHECK(modern.n_embd == gpt2_block.n_embd);
     CHECK(modern.block_size == gpt2_block.block_size);
+    // speedrun-float32: the speedrun in float, model and recipe otherwise the same; speedrun
+    // itself in bf16 exactly where the bf16 products run on the CPU's dot products
+    const TrainConfig f32 = train_preset("speedrun-float32");
+    CHECK(f32.dtype == DType::Float32);
+    CHECK(classic.dtype == DType::Float32);
+    CHECK(speed.dtype == (matmul_bf16_backend() == Bf16Backend::OneDNN ? DType::BFloat16 : DType::Float32));
+    CHECK(f32.optimizer == speed.optimizer);
+    CHECK(f32.muon.lr == speed.muon.lr);
+    CHECK(train_config_to_json(f32) == train_config_to_json([&] {
+              TrainConfig t = speed;
+              t.dtype = DType::Float32;
+              return t;
+          }()));
+    CHECK(config_to_json(preset("speedrun-float32")) == config_to_json(modern));
 
     // An explicit --max_iters turns the speedrun preset's budget off (no clock, no plan).
     TempDir tmp("handgrad-budget");

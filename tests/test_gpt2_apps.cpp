@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lib/checkpoint/checkpoint.h"
+#include "lib/kernels/matmul.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/train/evaluate.h"
 #include "lib/train/trainer.h"
@@ -223,7 +224,9 @@ TEST_CASE("logits: one forward pass's logits as safetensors; bad ids are refused
     const std::string ckpt = (tmp.path / "ck.safetensors").string(), out = (tmp.path / "logits.safetensors").string();
     save_checkpoint(ckpt, m, {"a", "b", "c", "d", "e"}, {}, nullptr, nullptr);
     const auto logits = [&](const std::string& ids) {
-        return run(bin("logits") + " --ckpt=" + ckpt + " --out=" + out + " < " + write_file(tmp.path / "ids", ids));
+        // the backend of the products made here (compared bit for bit)
+        return run(bin("logits") + " --matmul=" + to_string(matmul_current()) + " --ckpt=" + ckpt + " --out=" + out +
+                   " < " + write_file(tmp.path / "ids", ids));
     };
     const Run r = logits("4 0\n2");
     INFO(r.output);

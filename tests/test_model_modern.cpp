@@ -378,9 +378,7 @@ TEST_CASE("modern flags: train, resume, eval, sample past block_size, inspect", 
     CHECK(ck.config.logit_softcap == 30.0f);
     CHECK(ck.config.init_zero_proj);
     // resuming a modern run is exact, as a GPT-2 block's
-    REQUIRE(run(bin("train") + common + " --max_iters=4 --out_dir=" + b).status == 0);
-    REQUIRE(run(bin("train") + common + " --max_iters=8 --init_from=resume --out_dir=" + b).status == 0);
-    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 0);
+    check_resume_exact(bin("train") + common, a, b, 4, 8);
     const Run eval = run(bin("eval") + " --ckpt=" + a + "/ckpt.safetensors --data=" + data + " --split=val");
     INFO(eval.output);
     CHECK(eval.status == 0);

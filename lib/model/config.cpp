@@ -56,6 +56,7 @@ static const std::vector<std::pair<std::string, GPTConfig>>& presets() {
         c.norm = NormKind::RMSNorm, c.pos = PosEncoding::Rope, c.mlp = MlpKind::SwiGLU;
         c.qk_norm = true, c.logit_softcap = 30.0f;
         t.push_back({"speedrun", c});
+        t.push_back({"speedrun-float32", c});  // the same model; its recipe trains in float
         c = GPTConfig{};  // the recipe before it, kept reproducible: GPT-2's block (and AdamW)
         c.block_size = 128, c.dropout = 0.0f, c.gelu = GeluKind::Tanh;
         t.push_back({"speedrun-classic", c});

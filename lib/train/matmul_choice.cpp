@@ -195,6 +195,7 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
         return c;
     }
     std::optional<MatmulChoice> seen = decode(cache_get(key).value_or(""));
+    if (seen && !matmul_choice_is_clear(seen->ms)) seen.reset();  // a close call (an older build kept them)
     // Every rank must take the remembered answer, or all measure (each host has its own cache).
     if (dist_mean(dist, seen ? 1.0 : 0.0) < 1.0) seen.reset();
     if (seen) {
@@ -210,12 +211,24 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
     }
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<MatmulCall> recorded = calls();
+    if (recorded.empty()) {  // every product is bf16 (matmul_choice.h): the backend does not matter
+        c.why = "auto: the step makes no float products (its products are bf16), so the first";
+        return c;
+    }
     for (MatmulBackend b : all) c.ms.push_back(dist_mean(dist, time_matmul_calls(recorded, b, threads)));
     c.backend = all[std::min_element(c.ms.begin(), c.ms.end()) - c.ms.begin()];
     c.seconds = dist_mean(dist, seconds_since(t0));
-    if (dist.rank == 0) cache_put(key, encode(c));
-    c.why = fmt::format("auto: {}; {} distinct products timed in {:.1f} s", compared(c), recorded.size(), c.seconds);
+    const bool clear = matmul_choice_is_clear(c.ms);
+    if (dist.rank == 0 && clear) cache_put(key, encode(c));
+    c.why = fmt::format("auto: {}; {} distinct products timed in {:.1f} s{}", compared(c), recorded.size(), c.seconds,
+                        clear ? "" : "; too close to remember, measured again next run");
     return c;
+}
+
+bool matmul_choice_is_clear(const std::vector<double>& ms) {
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted.size() < 2 || sorted[1] >= kClearMargin * sorted[0];
 }
 
 std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads) {

@@ -8,8 +8,17 @@
 // recorded on models of their own with one block and with two, and each call's count carried
 // to n_layer blocks (every block makes the same calls, so this is exact). The timing runs each
 // distinct call a few times, not the whole step: under a second for the course model, a few
-// seconds for GPT-2 small. The answer is remembered per machine and shapes (startup_cache.h),
-// so the next such run starts at once.
+// seconds for GPT-2 small. A clear answer is remembered per machine and shapes
+// (startup_cache.h), so the next such run starts at once; a close one (the faster backend less
+// than kClearMargin ahead) is measured again by the next run, because a close call is what a
+// machine busy with other work measures (on a quiet Zen 5 the course's products took 7.6 ms
+// with oneDNN against 14.9 with OpenBLAS; measured while other jobs ran, 1.39 against 1.53, the
+// wrong way round, and remembered, that answer cost every later run 60 % of its speed).
+//
+// Under --dtype=bfloat16 the linear layers' products run on oneDNN's bf16 matmul
+// (lib/kernels/matmul_bf16.h) whichever backend is chosen, so the recording holds only the
+// float products left (attention's, Muon's, ...) and the choice is made on those; where the CPU
+// has no bf16 dot products, the widened products are float ones and are recorded with the rest.
 //
 // What the run computes does not depend on how the choice was made: the choice is one
 // backend for the whole run, and a run repeats itself bit for bit with the backend it names.
@@ -37,6 +46,11 @@ struct MatmulChoice {
     double seconds = 0;      // what recording and timing took (0: given, or remembered)
     std::string why;         // for the run's header line
 };
+
+// How far ahead the faster backend must be (its time times this ≤ the next one's) for the answer
+// to be remembered.
+constexpr double kClearMargin = 1.25;
+bool matmul_choice_is_clear(const std::vector<double>& ms);
 
 // The products `work` makes when run once, each distinct call with its count.
 std::vector<MatmulCall> record_matmuls(const std::function<void()>& work);

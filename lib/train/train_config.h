@@ -39,7 +39,8 @@ struct TrainConfig {
 
 // The training half of a preset (the model half is hg::preset, config.h): nanoGPT's
 // train_shakespeare_char.py for "shakespeare-char", the ten-minute recipe for "speedrun" (with
-// Muon) and "speedrun-classic" (AdamW alone; docs/speedrun.md), finetune_shakespeare.py cut to
+// Muon, in bf16 where the CPU has bf16 dot products), "speedrun-float32" (the same in float) and
+// "speedrun-classic" (AdamW alone, float; docs/speedrun.md), finetune_shakespeare.py cut to
 // a CPU's size for "finetune-shakespeare", the course's recipe (the defaults above) for the others.
 TrainConfig train_preset(const std::string& name);
 
