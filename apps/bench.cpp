@@ -9,7 +9,8 @@
 // and against two ceilings measured in this run on the same threads: the best 2048³ product of
 // the matmul backends built in (lib/kernels/matmul.h), and the machine's own peak, a loop of
 // independent FMAs (f32) and of bf16 dot products where the CPU has them (lib/kernels/peak.h);
-// then where the time goes.
+// then where the time goes. --products instead times each distinct product of one step with
+// each matmul backend (lib/train/matmul_choice.h's timing, the way --matmul=auto does).
 #include <cblas.h>
 #include <omp.h>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@
 #include "lib/kernels/simd.h"
 #include "lib/model/count.h"
 #include "lib/model/memory_check.h"
+#include "lib/train/matmul_choice.h"
 #include "lib/train/trainer.h"
 
 using namespace hg;
@@ -60,12 +62,35 @@ static double peak_rss_mib() {  // VmHWM: the process's peak resident memory
     return 0;
 }
 
+// Each distinct product of one step, GFLOP/s with each backend; a product made inside our
+// parallel regions runs on one thread, one copy per thread side by side, and counts per thread.
+static void print_products(const std::vector<MatmulCall>& calls, int threads) {
+    fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}  GFLOP/s:", "form", "M", "N", "K", "beta", "nested", "count");
+    for (MatmulBackend b : matmul_backends()) fmt::print(" {:>9}", to_string(b));
+    fmt::print("\n");
+    for (const MatmulCall& m : calls) {
+        const char* form = m.form == 't' ? "nt" : m.form == 'T' ? "tn" : "nn";
+        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", form, m.M, m.N, m.K, m.beta, m.nested ? "yes" : "no",
+                   m.count);
+        MatmulCall one = m;
+        one.count = 1;
+        for (MatmulBackend b : matmul_backends()) {
+            const double ms = time_matmul_calls({one}, b, threads) * (m.nested ? threads : 1);
+            fmt::print(" {:>9.1f}", 2.0 * m.M * m.N * double(m.K) / ms / 1e6);
+        }
+        fmt::print("\n");
+    }
+    fmt::print("ms per step:");
+    for (MatmulBackend b : matmul_backends()) fmt::print(" {} {:.3f};", to_string(b), time_matmul_calls(calls, b, threads));
+    fmt::print("\n");
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"handgrad bench: training-step speed against the sgemm ceiling"};
     ModelFlags model;
     model.add(app);
     int batch_size = 12, steps = 10, warmup = 2, threads = 0, batch_threads = 1;
-    bool json = false;
+    bool json = false, products = false;
     std::string optimizer = "adamw", dtype = "float32";
     app.add_option("--dtype", dtype, "float32 | bfloat16 (train's flag)")->capture_default_str();
     app.add_option("--batch_size", batch_size)->capture_default_str();
@@ -77,6 +102,7 @@ int main(int argc, char** argv) {
     app.add_option("--batch_threads", batch_threads, "threads that each take batch_size / batch_threads rows "
                    "(train's flag)")->capture_default_str();
     app.add_flag("--json", json, "one JSON object");
+    app.add_flag("--products", products, "no steps: each distinct product of one step timed with each matmul backend");
     MatmulFlag matmul;
     matmul.add(app);
     return run_app(app, argc, argv, [&] {
@@ -97,6 +123,10 @@ int main(int argc, char** argv) {
         std::vector<std::string> vocab(c.vocab_size, "?");
         TrainConfig tc;
         tc.batch_size = batch_size, tc.batch_threads = batch_threads, tc.max_iters = warmup + steps;
+        if (products) {
+            tc.optimizer = parse_optimizer(optimizer), tc.dtype = parse_dtype(dtype);
+            return print_products(training_step_matmuls(c, tc, ids), threads), 0;
+        }
         tc.schedule = LrSchedule{1e-4, 1e-5, 0, warmup + steps, true};
         tc.optimizer = parse_optimizer(optimizer);
         tc.dtype = parse_dtype(dtype);

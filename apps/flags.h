@@ -123,8 +123,8 @@ struct MatmulFlag {
     std::string value = "auto";
 
     void add(CLI::App& app) {
-        app.add_option("--matmul", value, "auto | openblas | onednn: the library of the products (auto: the faster "
-                       "on this model's own products, measured once per machine and remembered)")->capture_default_str();
+        app.add_option("--matmul", value, "auto | openblas | onednn | highway: what runs the products (highway: our "
+                       "own kernel; auto: the fastest on this model's own products, measured once per machine and remembered)")->capture_default_str();
     }
     void validate() const { parse_matmul_flag(value); }
     std::string apply(const std::string& key, const std::function<std::vector<MatmulCall>()>& calls, int threads,

@@ -1,4 +1,4 @@
-// matmul.cpp — the products on OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm (see matmul.h).
+// matmul.cpp — the products on OpenBLAS's cblas_sgemm, oneDNN's dnnl_sgemm or our gemm (see matmul.h).
 #include "lib/kernels/matmul.h"
 
 #include <cblas.h>
@@ -13,6 +13,7 @@
 #endif
 
 #include "lib/core/errors.h"
+#include "lib/kernels/gemm.h"
 
 namespace hg {
 
@@ -35,30 +36,38 @@ static void record(char form, int M, int N, int K, int lda, int ldb, int ldc, fl
     sink->push_back(c);
 }
 
-#ifdef HANDGRAD_ONEDNN
-// dnnl_sgemm, row-major like the C BLAS interface; its status can only be a bad argument, which
-// the layers' own size checks rule out before they get here. Outside our parallel regions the
-// product is split here, over the process's threads, into blocks of rows of c (or of columns,
-// when c is wider than tall), each one dnnl_sgemm on one thread: dnnl_sgemm threading a call
-// itself allocates through operator new on every call, and a step must not. The split is fixed
-// by the thread count, so a thread setting gives the same bits every time.
-static void onednn_product(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
-                           int lda, int ldb, int ldc, float alpha, float beta) {
-    const char TA = ta ? 'T' : 'N', TB = tb ? 'T' : 'N';
+// A single-threaded sgemm with dnnl_sgemm's / gemm's arguments (row-major, ta/tb transposes).
+using Sgemm = void (*)(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda,
+                       int ldb, int ldc, float alpha, float beta);
+
+// Outside our parallel regions a product is split here, over the process's threads, into
+// blocks of rows of c (or of columns, when c is wider than tall), each one single-threaded
+// call: dnnl_sgemm threading a call itself allocates through operator new on every call, and a
+// step must not. The split is fixed by the thread count, so a thread setting gives the same
+// bits every time.
+static void split_product(Sgemm run, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N,
+                          int K, int lda, int ldb, int ldc, float alpha, float beta) {
     const int threads = omp_in_parallel() ? 1 : std::min(omp_get_max_threads(), std::max(M, N) / 16);
-    if (threads <= 1) return void(dnnl_sgemm(TA, TB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc));
+    if (threads <= 1) return run(ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
     const bool by_rows = M >= N;
 #pragma omp parallel num_threads(threads)
     {
         const int t = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
         const int i0 = int((long long)len * t / n), i1 = int((long long)len * (t + 1) / n);
         if (i1 > i0 && by_rows)  // rows i0..i1 of c: rows of a, or columns of a when it is transposed
-            dnnl_sgemm(TA, TB, i1 - i0, N, K, alpha, ta ? a + i0 : a + size_t(i0) * lda, lda, b, ldb, beta,
-                       c + size_t(i0) * ldc, ldc);
+            run(ta, tb, c + size_t(i0) * ldc, ta ? a + i0 : a + size_t(i0) * lda, b, i1 - i0, N, K, lda, ldb, ldc,
+                alpha, beta);
         if (i1 > i0 && !by_rows)  // columns i0..i1 of c: columns of b, or rows of b when it is transposed
-            dnnl_sgemm(TA, TB, M, i1 - i0, K, alpha, a, lda, tb ? b + size_t(i0) * ldb : b + i0, ldb, beta, c + i0,
-                       ldc);
+            run(ta, tb, c + i0, a, tb ? b + size_t(i0) * ldb : b + i0, M, i1 - i0, K, lda, ldb, ldc, alpha, beta);
     }
+}
+
+#ifdef HANDGRAD_ONEDNN
+// dnnl_sgemm, row-major like the C BLAS interface; its status can only be a bad argument, which
+// the layers' own size checks rule out before they get here.
+static void onednn_sgemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda,
+                         int ldb, int ldc, float alpha, float beta) {
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 #endif
 
@@ -66,9 +75,12 @@ static void onednn_product(bool ta, bool tb, float* c, const float* a, const flo
 static void product(char form, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
                     int lda, int ldb, int ldc, float alpha, float beta) {
     if (g_record.load(std::memory_order_relaxed)) record(form, M, N, K, lda, ldb, ldc, beta);
+    const MatmulBackend backend = g_backend.load(std::memory_order_relaxed);
+    if (backend == MatmulBackend::Highway)
+        return split_product(gemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
 #ifdef HANDGRAD_ONEDNN
-    if (g_backend.load(std::memory_order_relaxed) == MatmulBackend::OneDNN)
-        return onednn_product(ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+    if (backend == MatmulBackend::OneDNN)
+        return split_product(onednn_sgemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
 #endif
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a,
                 lda, b, ldb, beta, c, ldc);
@@ -93,25 +105,29 @@ void matmul_run(const MatmulCall& m, float* c, const float* a, const float* b) {
     product(m.form, m.form == 'T', m.form == 't', c, a, b, m.M, m.N, m.K, m.lda, m.ldb, m.ldc, 1.0f, m.beta);
 }
 
-std::string to_string(MatmulBackend b) { return b == MatmulBackend::OneDNN ? "onednn" : "openblas"; }
+std::string to_string(MatmulBackend b) {
+    return b == MatmulBackend::OneDNN ? "onednn" : b == MatmulBackend::Highway ? "highway" : "openblas";
+}
 
 MatmulBackend parse_matmul_backend(const std::string& s) {
     if (s == "openblas") return MatmulBackend::OpenBLAS;
     if (s == "onednn") return MatmulBackend::OneDNN;
-    throw Error(fmt::format("--matmul must be auto, openblas or onednn (got '{}')", s));
+    if (s == "highway") return MatmulBackend::Highway;
+    throw Error(fmt::format("--matmul must be auto, openblas, onednn or highway (got '{}')", s));
 }
 
 bool matmul_available(MatmulBackend b) {
 #ifdef HANDGRAD_ONEDNN
     return true;
 #else
-    return b == MatmulBackend::OpenBLAS;
+    return b != MatmulBackend::OneDNN;
 #endif
 }
 
 std::vector<MatmulBackend> matmul_backends() {
     std::vector<MatmulBackend> v{MatmulBackend::OpenBLAS};
     if (matmul_available(MatmulBackend::OneDNN)) v.push_back(MatmulBackend::OneDNN);
+    v.push_back(MatmulBackend::Highway);
     return v;
 }
 

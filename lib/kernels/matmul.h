@@ -1,4 +1,5 @@
-// matmul.h — the one place that calls a BLAS: OpenBLAS's cblas_sgemm, or oneDNN's dnnl_sgemm.
+// matmul.h — the one place the products go through: OpenBLAS's cblas_sgemm, oneDNN's dnnl_sgemm,
+// or our own Highway sgemm (lib/kernels/gemm.h).
 //
 // Three products cover every matmul of a transformer, forward and backward. The names say
 // which operand is transposed; all matrices are row-major with explicit leading dimensions
@@ -10,19 +11,21 @@
 //
 // beta = 0 overwrites c (an input's gradient, attention's scores); beta = 1 adds the product
 // into c (a parameter's gradient, a bias copied into c first, attention's dk and dv summed over
-// row blocks). The layers' scalar twins do the same math as plain loops, so these have no twin.
+// row blocks). The layers' scalar twins do the same math as plain loops, so the libraries' calls
+// have no twin of their own; our gemm has one (gemm.h).
 //
-// Two backends compute them, one per process at a time (matmul_use; set it before a run, never
-// while products are running): OpenBLAS (always there) and oneDNN (built in when its headers
-// were found, HANDGRAD_ONEDNN). Both sum in f32 and agree to float rounding, not to the bit:
-// each tiles K in its own order. Each is deterministic for one CPU, one thread setting and the
-// same library: a run repeats itself bit for bit with either backend, never across them. Both
-// run single-threaded inside our own parallel regions (attention's heads, batch threads) and
-// split a product over the process's threads outside them (OpenBLAS by its own plan, oneDNN's
-// by blocks of rows or columns of c, matmul.cpp). Neither allocates through C++'s operator new
-// in a step; each takes a workspace from malloc inside some calls (dnnl_sgemm its packing
-// buffer on every call, OpenBLAS when it threads a product), which glibc serves from its free
-// lists once the first step has warmed them.
+// Three backends compute them, one per process at a time (matmul_use; set it before a run, never
+// while products are running): OpenBLAS (always there), oneDNN (built in when its headers were
+// found, HANDGRAD_ONEDNN) and Highway (gemm.h, always there). All sum in f32 and agree to float
+// rounding, not to the bit: each tiles K in its own order. Each is deterministic for one CPU,
+// one thread setting and the same library (Highway: the same SIMD target): a run repeats itself
+// bit for bit with any backend, never across them. All run single-threaded inside our own
+// parallel regions (attention's heads, batch threads) and split a product over the process's
+// threads outside them (OpenBLAS by its own plan, oneDNN and Highway by blocks of rows or
+// columns of c, matmul.cpp). None allocates through C++'s operator new in a step; the libraries
+// take a workspace from malloc inside some calls (dnnl_sgemm its packing buffer on every call,
+// OpenBLAS when it threads a product), which glibc serves from its free lists once the first
+// step has warmed them; Highway packs on the stack.
 #pragma once
 #include <string>
 #include <vector>
@@ -36,11 +39,11 @@ void matmul_nn(float* c, const float* a, const float* b, int M, int N, int K,
 void matmul_tn(float* c, const float* a, const float* b, int M, int N, int K,
                int lda, int ldb, int ldc, float alpha, float beta);
 
-enum class MatmulBackend { OpenBLAS, OneDNN };
-std::string to_string(MatmulBackend b);       // "openblas" | "onednn"
+enum class MatmulBackend { OpenBLAS, OneDNN, Highway };
+std::string to_string(MatmulBackend b);       // "openblas" | "onednn" | "highway"
 MatmulBackend parse_matmul_backend(const std::string& s);  // hg::Error naming anything else
 bool matmul_available(MatmulBackend b);       // oneDNN: only when built in
-std::vector<MatmulBackend> matmul_backends(); // the available ones, OpenBLAS first
+std::vector<MatmulBackend> matmul_backends(); // the available ones, OpenBLAS first, Highway last
 // Which backend the products use from now on (hg::Error if it is not built in).
 void matmul_use(MatmulBackend b);
 MatmulBackend matmul_current();

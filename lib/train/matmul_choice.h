@@ -1,4 +1,4 @@
-// matmul_choice.h — `--matmul=auto|openblas|onednn`: which backend runs the products
+// matmul_choice.h — `--matmul=auto|openblas|onednn|highway`: which backend runs the products
 // (lib/kernels/matmul.h), and for auto, why.
 //
 // auto measures, never guesses: it records the products one step of the run's own model makes
