@@ -195,7 +195,6 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
         return c;
     }
     std::optional<MatmulChoice> seen = decode(cache_get(key).value_or(""));
-    if (seen && !matmul_choice_is_clear(seen->ms)) seen.reset();  // a close call (an older build kept them)
     // Every rank must take the remembered answer, or all measure (each host has its own cache).
     if (dist_mean(dist, seen ? 1.0 : 0.0) < 1.0) seen.reset();
     if (seen) {
@@ -218,11 +217,15 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
     for (MatmulBackend b : all) c.ms.push_back(dist_mean(dist, time_matmul_calls(recorded, b, threads)));
     c.backend = all[std::min_element(c.ms.begin(), c.ms.end()) - c.ms.begin()];
     c.seconds = dist_mean(dist, seconds_since(t0));
-    const bool clear = matmul_choice_is_clear(c.ms);
+    const bool clear = matmul_choice_worth_remembering(c.ms, c.seconds);
     if (dist.rank == 0 && clear) cache_put(key, encode(c));
     c.why = fmt::format("auto: {}; {} distinct products timed in {:.1f} s{}", compared(c), recorded.size(), c.seconds,
                         clear ? "" : "; too close to remember, measured again next run");
     return c;
+}
+
+bool matmul_choice_worth_remembering(const std::vector<double>& ms, double seconds) {
+    return matmul_choice_is_clear(ms) || seconds >= kRemeasureSeconds;
 }
 
 bool matmul_choice_is_clear(const std::vector<double>& ms) {

@@ -13,7 +13,9 @@
 // than kClearMargin ahead) is measured again by the next run, because a close call is what a
 // machine busy with other work measures (on a quiet Zen 5 the course's products took 7.6 ms
 // with oneDNN against 14.9 with OpenBLAS; measured while other jobs ran, 1.39 against 1.53, the
-// wrong way round, and remembered, that answer cost every later run 60 % of its speed).
+// wrong way round, and remembered, that answer cost every later run 60 % of its speed) — unless
+// measuring took kRemeasureSeconds or more (the baby GPT's 39 products, ~20 s): then waiting that
+// long at every start costs more than a close call can, and the answer is remembered too.
 //
 // Under --dtype=bfloat16 the linear layers' products run on oneDNN's bf16 matmul
 // (lib/kernels/matmul_bf16.h) whichever backend is chosen, so the recording holds only the
@@ -51,6 +53,8 @@ struct MatmulChoice {
 // to be remembered.
 constexpr double kClearMargin = 1.25;
 bool matmul_choice_is_clear(const std::vector<double>& ms);
+constexpr double kRemeasureSeconds = 2.0;
+bool matmul_choice_worth_remembering(const std::vector<double>& ms, double seconds);  // clear, or long to measure
 
 // The products `work` makes when run once, each distinct call with its count.
 std::vector<MatmulCall> record_matmuls(const std::function<void()>& work);
