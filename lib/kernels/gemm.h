@@ -24,6 +24,7 @@
 // element. No element's rounding depends on where its tile lies, so any split of c over
 // threads, by rows or by columns, gives the same bits. beta = 0 never reads c.
 #pragma once
+#include <cstddef>
 
 namespace hg {
 
