@@ -132,4 +132,13 @@ struct TempDir {
     ~TempDir() { std::filesystem::remove_all(path); }
 };
 
+// Sets HANDGRAD_CACHE_DIR (lib/train/startup_cache.h) for the scope and puts back what was there.
+struct CacheDir {
+    std::string before;
+    explicit CacheDir(const std::string& dir) : before(std::getenv("HANDGRAD_CACHE_DIR") ?: "off") {
+        setenv("HANDGRAD_CACHE_DIR", dir.c_str(), 1);
+    }
+    ~CacheDir() { setenv("HANDGRAD_CACHE_DIR", before.c_str(), 1); }
+};
+
 }  // namespace hg::test

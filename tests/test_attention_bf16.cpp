@@ -186,6 +186,7 @@ const Shape kShapes[] = {
     {2, 130, 128, 2},  // hs 64, three row blocks, the last of 2 rows
     {1, 70, 48, 4},    // hs 12, two blocks
     {2, 64, 128, 4},   // the course model's heads (the float path runs them fused)
+    {1, 300, 64, 2},   // rows longer than the 256 probabilities rounded at a time
 };
 
 }  // namespace

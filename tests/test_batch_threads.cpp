@@ -9,6 +9,7 @@
 
 #include "lib/text/char_tokenizer.h"
 #include "lib/train/batch_threads.h"
+#include "lib/train/startup_cache.h"
 #include "lib/train/trainer.h"
 #include "tests/app_runner.h"
 
@@ -70,6 +71,25 @@ TEST_CASE("auto picks a valid setting: untimed 1 without a choice, else the fast
     CHECK(timed.batch_threads == (timed.ms_replicas < timed.ms_shared ? 2 : 1));
     CHECK(tc.batch_size % timed.batch_threads == 0);
     CHECK(timed.why.find("ms per step against") != std::string::npos);
+
+    SECTION("an answer is remembered when it is clear or was long to measure; a close, quick one is not") {
+        TempDir tmp("handgrad-batch-threads-cache");
+        CacheDir cache(tmp.path.string());
+        const BatchThreadsChoice first = choose_batch_threads(c, tc, 2, ids, Dist{});
+        const BatchThreadsChoice again = choose_batch_threads(c, tc, 2, ids, Dist{});
+        INFO(first.why << " | " << again.why);
+        CHECK(first.seconds > 0);
+        if (choice_worth_remembering({first.ms_replicas, first.ms_shared}, first.seconds)) {
+            CHECK(again.why.find("remembered") != std::string::npos);
+            CHECK(again.seconds == 0);  // nothing timed
+            CHECK(again.batch_threads == first.batch_threads);
+            CHECK(again.ms_replicas == Approx(first.ms_replicas).margin(1e-3));  // kept to 3 decimals
+        } else {
+            CHECK(first.why.find("too close to remember") != std::string::npos);
+            CHECK(again.why.find("remembered") == std::string::npos);
+            CHECK(again.seconds > 0);  // timed afresh
+        }
+    }
 
     SECTION("a resumed run keeps the setting its checkpoint records, while it still fits") {
         TempDir tmp("handgrad-batch-threads");

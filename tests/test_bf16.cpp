@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include <omp.h>
+
 #include "lib/core/rng.h"
 #include "lib/kernels/bf16.h"
 #include "lib/kernels/matmul_bf16.h"
@@ -155,4 +157,51 @@ TEST_CASE("bf16 products: within the bound of bf16's unit roundoff and K, float 
             }
     }
     matmul_bf16_force_widen(false);
+}
+
+// Two batch threads, each inside a parallel loop of its own (one thread there, number 0 in both
+// teams, as attention's loop is inside a replica), multiply their own operands at the same time:
+// each must get its own product, bit for bit the one it got alone.
+TEST_CASE("bf16 products from two threads at once, each in a nested parallel loop, stay each thread's own",
+          "[bf16][threads]") {
+    INFO(matmul_bf16_describe());
+    const int M = 64, N = 64, K = 64;
+    std::vector<bf16> a16[2], b16[2];
+    for (int t = 0; t < 2; t++) {
+        Rng rng(uint64_t(100 + t));
+        std::vector<float> a(size_t(M) * K), b(size_t(N) * K);
+        for (float& x : a) x = float(rng.normal());
+        for (float& x : b) x = float(rng.normal());
+        a16[t].resize(a.size()), b16[t].resize(b.size());
+        bf16_round(a16[t].data(), a.data(), a.size());
+        bf16_round(b16[t].data(), b.data(), b.size());
+    }
+    std::vector<float> alone[2];
+    int wrong[2] = {0, 0}, threads = 0;
+#pragma omp parallel num_threads(2)
+    {
+        const int t = omp_get_thread_num();
+#pragma omp single
+        threads = omp_get_num_threads();
+        std::vector<float> c(size_t(M) * N);
+        auto product = [&] {
+#pragma omp parallel for
+            for (int i = 0; i < 1; i++)
+                matmul_bf16_nt(c.data(), a16[t].data(), b16[t].data(), M, N, K, K, K, N, 1.0f, 0.0f);
+        };
+#pragma omp critical
+        {
+            product();  // alone: the other thread waits
+            alone[t] = c;
+        }
+#pragma omp barrier
+        for (int rep = 0; rep < 2000; rep++) {
+            product();
+            if (c != alone[t]) wrong[t]++;
+        }
+    }
+    CHECK(threads == 2);
+    CHECK(alone[0] != alone[1]);
+    CHECK(wrong[0] == 0);
+    CHECK(wrong[1] == 0);
 }

@@ -1,7 +1,7 @@
 // test_determinism.cpp — what is bit-identical, tested exactly as claimed: the same seed, the
 // same thread setting and the same SIMD target give the same bits, step after step, and after a
-// save and a resume; on every SIMD target this CPU runs, with one model for all threads and
-// with one replica per batch thread, dropout and gradient accumulation on.
+// save and a resume; on every SIMD target this CPU runs, in float and in bf16, with one model for
+// all threads and with one replica per batch thread, dropout and gradient accumulation on.
 //
 // Across SIMD targets nothing is claimed bit for bit: Highway's MulAdd is one fused rounding
 // on AVX2 and AVX-512 and two on SSE4, and a sum over vector lanes depends on the vector width.
@@ -142,17 +142,21 @@ TEST_CASE("same seed, thread setting and SIMD target: training is bit-identical,
     const Setup& s = bench.s;
     REQUIRE(!bench.targets.empty());
     for (const SimdTarget& target : bench.targets)
-        for (int batch_threads : {1, 2}) {
-            simd_force_target(target.bits);
-            INFO("SIMD target " << target.name << ", batch_threads " << batch_threads);
-            REQUIRE(simd_current_target() == target.name);
-            const Outcome a = straight(s, batch_threads, 6), b = straight(s, batch_threads, 6);
-            REQUIRE(a.losses.size() == 6);
-            CHECK(a.losses.back() < a.losses.front());  // it trains, so the bits carry something
-            check_same_bits(a, b);
-            const Outcome c = resumed(s, batch_threads, 3, 3, bench.path(target));
-            check_same_bits(a, c);
-        }
+        for (DType dtype : {DType::Float32, DType::BFloat16})
+            for (int batch_threads : {1, 2}) {
+                simd_force_target(target.bits);
+                Setup sd = s;
+                sd.train.dtype = dtype;
+                INFO("SIMD target " << target.name << ", dtype " << to_string(dtype) << ", batch_threads "
+                                    << batch_threads);
+                REQUIRE(simd_current_target() == target.name);
+                const Outcome a = straight(sd, batch_threads, 6), b = straight(sd, batch_threads, 6);
+                REQUIRE(a.losses.size() == 6);
+                CHECK(a.losses.back() < a.losses.front());  // it trains, so the bits carry something
+                check_same_bits(a, b);
+                const Outcome c = resumed(sd, batch_threads, 3, 3, bench.path(target));
+                check_same_bits(a, c);
+            }
 }
 
 TEST_CASE("a checkpoint resumed under another SIMD target continues the run, to float rounding",

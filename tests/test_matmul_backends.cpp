@@ -25,15 +25,6 @@ using namespace hg::test;
 
 namespace {
 
-// Sets HANDGRAD_CACHE_DIR for the scope and puts back what was there.
-struct CacheDir {
-    std::string before;
-    explicit CacheDir(const std::string& dir) : before(std::getenv("HANDGRAD_CACHE_DIR") ?: "off") {
-        setenv("HANDGRAD_CACHE_DIR", dir.c_str(), 1);
-    }
-    ~CacheDir() { setenv("HANDGRAD_CACHE_DIR", before.c_str(), 1); }
-};
-
 // Sets the backend for the scope and puts back the one before.
 struct UseBackend {
     MatmulBackend before = matmul_current();
@@ -305,7 +296,7 @@ TEST_CASE("auto: the faster backend on the recorded products, remembered per mac
 
     // A clear answer is remembered; a close one (what a busy machine measures) is not, unless
     // measuring it took long.
-    if (!matmul_choice_worth_remembering(first.ms, first.seconds)) {
+    if (!choice_worth_remembering(first.ms, first.seconds)) {
         CHECK(first.why.find("too close to remember") != std::string::npos);
         choose_matmul("auto", key, calls, threads);
         CHECK(recorded == 2);
@@ -337,21 +328,21 @@ TEST_CASE("auto: the faster backend on the recorded products, remembered per mac
     CHECK(recorded == before + 2);
     CHECK(older.ms.size() == matmul_backends().size());
     const std::string line = cache_get(key).value_or("");
-    if (matmul_choice_is_clear(older.ms))
+    if (choice_is_clear(older.ms))
         CHECK(std::count(line.begin(), line.end(), ' ') == int(matmul_backends().size()));
 }
 
 TEST_CASE("auto remembers only a clear answer: the faster backend at least kClearMargin ahead", "[matmul]") {
-    CHECK(matmul_choice_is_clear({7.6, 14.9}));
-    CHECK(matmul_choice_is_clear({14.9, 7.6}));
-    CHECK(matmul_choice_is_clear({10.0, 12.5}));
-    CHECK_FALSE(matmul_choice_is_clear({1.39, 1.53}));
-    CHECK_FALSE(matmul_choice_is_clear({10.0, 12.4, 30.0}));  // the runner-up decides, not the slowest
-    CHECK(matmul_choice_is_clear({10.0, 12.5, 30.0}));
-    CHECK(matmul_choice_is_clear({3.0}));  // one backend: nothing to be close to
-    CHECK_FALSE(matmul_choice_worth_remembering({1.39, 1.53}, 0.3));
-    CHECK(matmul_choice_worth_remembering({1.39, 1.53}, 21.3));  // long to measure: remembered anyway
-    CHECK(matmul_choice_worth_remembering({7.6, 14.9}, 0.3));
+    CHECK(choice_is_clear({7.6, 14.9}));
+    CHECK(choice_is_clear({14.9, 7.6}));
+    CHECK(choice_is_clear({10.0, 12.5}));
+    CHECK_FALSE(choice_is_clear({1.39, 1.53}));
+    CHECK_FALSE(choice_is_clear({10.0, 12.4, 30.0}));  // the runner-up decides, not the slowest
+    CHECK(choice_is_clear({10.0, 12.5, 30.0}));
+    CHECK(choice_is_clear({3.0}));  // one backend: nothing to be close to
+    CHECK_FALSE(choice_worth_remembering({1.39, 1.53}, 0.3));
+    CHECK(choice_worth_remembering({1.39, 1.53}, 21.3));  // long to measure: remembered anyway
+    CHECK(choice_worth_remembering({7.6, 14.9}, 0.3));
 }
 
 TEST_CASE("the machine's peak: positive, and not below the order of the measured product rate", "[matmul][peak]") {

@@ -190,6 +190,10 @@ def main():
     recipes = [r for r in RECIPES if not a.only or r.name in a.only]
 
     scratch = tempfile.mkdtemp(prefix="handgrad-bench-")
+    # handgrad's start-up choices (--batch_threads=auto, --matmul=auto) start from an empty cache,
+    # as a new user's first run does, and are kept for the later rounds, as that user's later runs
+    # keep them: a choice remembered from an earlier session (maybe a busy one) is not reused.
+    ENV["HANDGRAD_CACHE_DIR"] = os.path.join(scratch, "startup-cache")
     sides = sides_supported()
     print(f"bench: {a.runs} rounds per recipe; sides: nanoGPT's loop, {', '.join(n for n, _ in sides)}; "
           f"OPENBLAS_CORETYPE={ENV.get('OPENBLAS_CORETYPE', '(unset)')}; load average {os.getloadavg()[0]:.2f} "

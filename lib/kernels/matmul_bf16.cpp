@@ -2,7 +2,7 @@
 #include "lib/kernels/matmul_bf16.h"
 
 #include <atomic>
-#include <mutex>
+#include <memory>
 #include <vector>
 
 #include <omp.h>
@@ -61,11 +61,13 @@ static thread_local std::vector<float> t_wide_a, t_wide_b;
 
 #ifdef HANDGRAD_ONEDNN
 // ---- onednn ---------------------------------------------------------------------------------
-// One primitive per product kind, shape, leading dimensions, alpha, beta, and threading: the
-// thread count it runs on (1 inside a parallel region, where nested regions are off) and the
-// slot, the thread number in that region, so two threads never share the memory objects whose
-// data pointers are set before each call. The list is searched under a lock; it holds a few
-// dozen entries for a model (its products' shapes), made on first use and kept.
+// One primitive per product kind, shape, leading dimensions, alpha, beta and thread count (1
+// inside a parallel region, where nested regions are off), in a list of each calling thread's
+// own: the memory objects' data pointers are set before each call, so two threads must never
+// share one. (Keying by the thread's number in its parallel region is not enough: a batch
+// thread running attention's parallel loop is alone in that nested team, number 0 in each
+// replica, and two replicas then raced on one product's pointers.) A list holds a few dozen
+// entries for a model (its products' shapes), made on first use and kept to the thread's end.
 namespace {
 using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
@@ -74,10 +76,10 @@ struct Key {
     char kind;
     int M, N, K, lda, ldb, ldc;
     float alpha, beta;
-    int threads, slot;
+    int threads;
     bool operator==(const Key& o) const {
         return kind == o.kind && M == o.M && N == o.N && K == o.K && lda == o.lda && ldb == o.ldb &&
-               ldc == o.ldc && alpha == o.alpha && beta == o.beta && threads == o.threads && slot == o.slot;
+               ldc == o.ldc && alpha == o.alpha && beta == o.beta && threads == o.threads;
     }
 };
 
@@ -139,13 +141,11 @@ Product* make_product(const Key& k) {
 }
 
 Product* find_product(const Key& k) {
-    static std::mutex lock;
-    static std::vector<Product*> products;  // kept to the end of the process
-    std::lock_guard<std::mutex> guard(lock);
-    for (Product* p : products)
-        if (p->key == k) return p;
-    products.push_back(make_product(k));
-    return products.back();
+    static thread_local std::vector<std::unique_ptr<Product>> products;  // this thread's own
+    for (const auto& p : products)
+        if (p->key == k) return p.get();
+    products.emplace_back(make_product(k));
+    return products.back().get();
 }
 
 // Runs the product through oneDNN's C interface with the arguments on the stack. oneDNN itself
@@ -155,8 +155,7 @@ Product* find_product(const Key& k) {
 void run_onednn(char kind, float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
                 float alpha, float beta) {
     const bool nested = omp_in_parallel();
-    const Key key{kind, M, N, K, lda, ldb, ldc, alpha, beta, nested ? 1 : omp_get_max_threads(),
-                  nested ? omp_get_thread_num() : -1};
+    const Key key{kind, M, N, K, lda, ldb, ldc, alpha, beta, nested ? 1 : omp_get_max_threads()};
     Product* p = find_product(key);
     static thread_local dnnl::stream* stream = new dnnl::stream(engine());
     dnnl_memory_set_data_handle_v2(p->src.get(), const_cast<bf16*>(a), stream->get());

@@ -40,8 +40,9 @@ size_t newton_schulz_scratch(int a, int b) { return size_t(a) * b + 2 * size_t(a
 
 namespace {
 
-// The two products of a Newton–Schulz step, on sgemm for float and as plain loops for double.
-// gram: g(a,a) = x xᵀ for x (a,b).  mul_add: y(a,b) += p(a,a) · x(a,b).  square: q = p · p.
+// The three products of a Newton–Schulz step, gram: g(a,a) = x xᵀ for x (a,b); square: q = p · p
+// for p (a,a); mul_add: y(a,b) += p(a,a) · x(a,b). They run on sgemm for float and as plain
+// loops for double.
 void gram(float* g, const float* x, int a, int b) { matmul_nt(g, x, x, a, a, b, b, b, a, 1.0f, 0.0f); }
 void square(float* q, const float* p, int a) { matmul_nn(q, p, p, a, a, a, a, a, a, 1.0f, 0.0f); }
 void mul_add(float* y, const float* p, const float* x, int a, int b) {
@@ -72,6 +73,35 @@ void mul_add(double* y, const double* p, const double* x, int a, int b) {
         }
 }
 
+// The products above, for the iteration below.
+template <typename real>
+struct Products {
+    void gram(real* g, const real* x, int a, int b) { hg::gram(g, x, a, b); }
+    void square(real* q, const real* p, int a) { hg::square(q, p, a); }
+    void mul_add(real* y, const real* p, const real* x, int a, int b) { hg::mul_add(y, p, x, a, b); }
+};
+
+// The same three on bf16 inputs (newton_schulz_bf16, muon.h): each input rounded into its own
+// bf16 block, the sums and the results in float. mul_add's x is the iterate gram rounded in the
+// same step, so its rounding is reused.
+struct Bf16Products {
+    bf16* x16;     // (a, b) X rounded
+    bf16* gm16;    // (a, a) A rounded
+    bf16* poly16;  // (a, a) b·A + c·A² rounded
+    void gram(float* g, const float* x, int a, int b) {
+        bf16_round(x16, x, size_t(a) * b);
+        matmul_bf16_nt(g, x16, x16, a, a, b, b, b, a, 1.0f, 0.0f);
+    }
+    void square(float* q, const float* p, int a) {
+        bf16_round(gm16, p, size_t(a) * a);
+        matmul_bf16_nn(q, gm16, gm16, a, a, a, a, a, a, 1.0f, 0.0f);
+    }
+    void mul_add(float* y, const float* p, const float* /* x: rounded by gram */, int a, int b) {
+        bf16_round(poly16, p, size_t(a) * a);
+        matmul_bf16_nn(y, poly16, x16, a, b, a, a, b, b, 1.0f, 1.0f);
+    }
+};
+
 // x /= (‖x‖_F + eps): σ_max <= ‖x‖_F, so every σ lands in [0, 1].
 template <typename real>
 void normalise(real* x, size_t n) {
@@ -81,49 +111,36 @@ void normalise(real* x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] *= inv;
 }
 
-}  // namespace
-
-template <typename real>
-void newton_schulz(real* x, int a, int b, real* scratch, int steps, const NsCoefficients& k) {
+// The iteration (muon.h), once for every way its products run.
+template <typename real, typename P>
+void iterate(real* x, int a, int b, real* scratch, int steps, const NsCoefficients& k, P products) {
     const size_t n = size_t(a) * b, aa = size_t(a) * a;
     normalise(x, n);
     real* y = scratch;         // (a, b) the next iterate
     real* gm = y + n;          // (a, a) A = X Xᵀ
-    real* poly = gm + aa;      // (a, a) b·A + c·A²
+    real* poly = gm + aa;      // (a, a) A², then b·A + c·A²
     real* cur = x;
     for (int s = 0; s < steps; s++) {
-        gram(gm, cur, a, b);
-        square(poly, gm, a);
+        products.gram(gm, cur, a, b);
+        products.square(poly, gm, a);
         for (size_t i = 0; i < aa; i++) poly[i] = real(k.b) * gm[i] + real(k.c) * poly[i];
         for (size_t i = 0; i < n; i++) y[i] = real(k.a) * cur[i];
-        mul_add(y, poly, cur, a, b);  // X' = a·X + (b·A + c·A²)·X
+        products.mul_add(y, poly, cur, a, b);  // X' = a·X + (b·A + c·A²)·X
         std::swap(cur, y);
     }
     if (cur != x) std::memcpy(x, cur, n * sizeof(real));
 }
 
+}  // namespace
+
+template <typename real>
+void newton_schulz(real* x, int a, int b, real* scratch, int steps, const NsCoefficients& k) {
+    iterate(x, a, b, scratch, steps, k, Products<real>{});
+}
+
 void newton_schulz_bf16(float* x, int a, int b, float* scratch, bf16* scratch16, int steps, const NsCoefficients& k) {
     const size_t n = size_t(a) * b, aa = size_t(a) * a;
-    normalise(x, n);
-    float* y = scratch;        // (a, b) the next iterate, float
-    float* gm = y + n;         // (a, a) A = X Xᵀ, float sums
-    float* poly = gm + aa;     // (a, a) A², then b·A + c·A²
-    bf16* x16 = scratch16;     // (a, b) X rounded
-    bf16* gm16 = x16 + n;      // (a, a) A rounded
-    bf16* poly16 = gm16 + aa;  // (a, a) b·A + c·A² rounded
-    float* cur = x;
-    for (int s = 0; s < steps; s++) {
-        bf16_round(x16, cur, n);
-        matmul_bf16_nt(gm, x16, x16, a, a, b, b, b, a, 1.0f, 0.0f);
-        bf16_round(gm16, gm, aa);
-        matmul_bf16_nn(poly, gm16, gm16, a, a, a, a, a, a, 1.0f, 0.0f);
-        for (size_t i = 0; i < aa; i++) poly[i] = float(k.b) * gm[i] + float(k.c) * poly[i];
-        bf16_round(poly16, poly, aa);
-        for (size_t i = 0; i < n; i++) y[i] = float(k.a) * cur[i];
-        matmul_bf16_nn(y, poly16, x16, a, b, a, a, b, b, 1.0f, 1.0f);  // X' = a·X + P·X, summed in float
-        std::swap(cur, y);
-    }
-    if (cur != x) std::memcpy(x, cur, n * sizeof(float));
+    iterate(x, a, b, scratch, steps, k, Bf16Products{scratch16, scratch16 + n, scratch16 + n + aa});
 }
 
 template <typename real>

@@ -124,7 +124,8 @@ BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConf
     }
     const bool replicas = c.ms_replicas < c.ms_shared;
     c.batch_threads = replicas ? c.candidate : 1;
-    if (!remembered && dist.rank == 0)
+    const bool remember = !remembered && choice_worth_remembering({c.ms_replicas, c.ms_shared}, c.seconds);
+    if (remember && dist.rank == 0)
         cache_put(key, fmt::format("{} {:.3f} {:.3f}", c.batch_threads, c.ms_replicas, c.ms_shared));
     const std::string with_replicas = fmt::format("{} replicas of {} rows", c.candidate, train.batch_size / c.candidate);
     const std::string shared = fmt::format("all {} threads on one model", threads);
@@ -132,7 +133,8 @@ BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConf
                         replicas ? with_replicas : shared, replicas ? c.ms_replicas : c.ms_shared,
                         replicas ? c.ms_shared : c.ms_replicas, replicas ? shared : with_replicas,
                         remembered ? fmt::format("remembered from an earlier run on this machine ({})", cache_path())
-                                   : fmt::format("timing took {:.1f} s", c.seconds));
+                                   : fmt::format("timing took {:.1f} s{}", c.seconds,
+                                                 remember ? "" : "; too close to remember, measured again next run"));
     return c;
 }
 

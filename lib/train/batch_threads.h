@@ -8,7 +8,8 @@
 // over 2 s is timed on one step. A model of more than two blocks is timed as models of one and
 // of two blocks, the step of n_layer carried from their difference (each block adds the same
 // work), so a deep model's start-up times small models. The answer is remembered per machine,
-// shapes and matmul backend (startup_cache.h): the next such run starts at once.
+// shapes and matmul backend when it is clear or was long to measure (startup_cache.h): the next
+// such run starts at once; a close, quick call is measured again by the next run.
 //
 // Both settings compute the same step (to float rounding: the sums over rows split
 // differently), and a run with batch_threads = auto is, bit for bit, the run with the setting

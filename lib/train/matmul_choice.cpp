@@ -18,14 +18,13 @@ namespace hg {
 
 std::optional<MatmulBackend> parse_matmul_flag(const std::string& s) {
     if (s == "auto") return std::nullopt;
-    MatmulBackend b;
-    try {
-        b = parse_matmul_backend(s);
-    } catch (const Error&) {
-        fail("--matmul must be auto, openblas, onednn or highway (got '{}')", s);
+    const MatmulBackend b = parse_matmul_backend(s);  // its error names every backend and auto
+    if (!matmul_available(b)) {
+        std::string others;
+        for (MatmulBackend a : matmul_backends()) others += to_string(a) + ", ";
+        fail("--matmul={}: this build has no oneDNN (make deps installs libdnnl-dev; then rebuild), use {}or auto",
+             s, others);
     }
-    check(matmul_available(b), "--matmul={}: this build has no oneDNN (make deps installs libdnnl-dev; then "
-                               "rebuild), use openblas, highway or auto", s);
     return b;
 }
 
@@ -217,21 +216,11 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
     for (MatmulBackend b : all) c.ms.push_back(dist_mean(dist, time_matmul_calls(recorded, b, threads)));
     c.backend = all[std::min_element(c.ms.begin(), c.ms.end()) - c.ms.begin()];
     c.seconds = dist_mean(dist, seconds_since(t0));
-    const bool clear = matmul_choice_worth_remembering(c.ms, c.seconds);
-    if (dist.rank == 0 && clear) cache_put(key, encode(c));
+    const bool remember = choice_worth_remembering(c.ms, c.seconds);
+    if (dist.rank == 0 && remember) cache_put(key, encode(c));
     c.why = fmt::format("auto: {}; {} distinct products timed in {:.1f} s{}", compared(c), recorded.size(), c.seconds,
-                        clear ? "" : "; too close to remember, measured again next run");
+                        remember ? "" : "; too close to remember, measured again next run");
     return c;
-}
-
-bool matmul_choice_worth_remembering(const std::vector<double>& ms, double seconds) {
-    return matmul_choice_is_clear(ms) || seconds >= kRemeasureSeconds;
-}
-
-bool matmul_choice_is_clear(const std::vector<double>& ms) {
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    return sorted.size() < 2 || sorted[1] >= kClearMargin * sorted[0];
 }
 
 std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads) {

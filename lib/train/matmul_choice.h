@@ -8,14 +8,10 @@
 // recorded on models of their own with one block and with two, and each call's count carried
 // to n_layer blocks (every block makes the same calls, so this is exact). The timing runs each
 // distinct call a few times, not the whole step: under a second for the course model, a few
-// seconds for GPT-2 small. A clear answer is remembered per machine and shapes
-// (startup_cache.h), so the next such run starts at once; a close one (the faster backend less
-// than kClearMargin ahead) is measured again by the next run, because a close call is what a
-// machine busy with other work measures (on a quiet Zen 5 the course's products took 7.6 ms
-// with oneDNN against 14.9 with OpenBLAS; measured while other jobs ran, 1.39 against 1.53, the
-// wrong way round, and remembered, that answer cost every later run 60 % of its speed) — unless
-// measuring took kRemeasureSeconds or more (the baby GPT's 39 products, ~20 s): then waiting that
-// long at every start costs more than a close call can, and the answer is remembered too.
+// seconds for GPT-2 small. The answer is remembered per machine and shapes when it is clear or
+// was long to measure (startup_cache.h says which answers are kept and why; the baby GPT's 39
+// products take ~20 s to time), so the next such run starts at once; a close, quick call is
+// measured again by the next run.
 //
 // Under --dtype=bfloat16 the linear layers' products run on oneDNN's bf16 matmul
 // (lib/kernels/matmul_bf16.h) whichever backend is chosen, so the recording holds only the
@@ -48,13 +44,6 @@ struct MatmulChoice {
     double seconds = 0;      // what recording and timing took (0: given, or remembered)
     std::string why;         // for the run's header line
 };
-
-// How far ahead the faster backend must be (its time times this ≤ the next one's) for the answer
-// to be remembered.
-constexpr double kClearMargin = 1.25;
-bool matmul_choice_is_clear(const std::vector<double>& ms);
-constexpr double kRemeasureSeconds = 2.0;
-bool matmul_choice_worth_remembering(const std::vector<double>& ms, double seconds);  // clear, or long to measure
 
 // The products `work` makes when run once, each distinct call with its count.
 std::vector<MatmulCall> record_matmuls(const std::function<void()>& work);

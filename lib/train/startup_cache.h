@@ -11,6 +11,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/model/config.h"
 
@@ -25,5 +26,18 @@ void cache_put(const std::string& key, const std::string& value);
 std::string config_key(const GPTConfig& c);
 // Where the file is ("" when the cache is off).
 std::string cache_path();
+
+// Which measured answers are kept. A run times its options (ms: one time per option, lower is
+// better) and remembers the answer only when it is clear — the fastest at least kClearMargin
+// ahead of the next, so choice_is_clear — or when measuring took kRemeasureSeconds or more.
+// A close call is what a machine busy with other work measures (on a quiet Zen 5 the course's
+// products took 7.6 ms with oneDNN against 14.9 with OpenBLAS; measured while other jobs ran,
+// 1.39 against 1.53, the wrong way round, and remembered, that answer cost every later run 60 %
+// of its speed), so the next run measures it again; but a measurement that took seconds costs
+// every start more than a close call can, so that answer is kept too.
+constexpr double kClearMargin = 1.25;
+constexpr double kRemeasureSeconds = 2.0;
+bool choice_is_clear(const std::vector<double>& ms);
+bool choice_worth_remembering(const std::vector<double>& ms, double seconds);
 
 }  // namespace hg
