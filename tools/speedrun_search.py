@@ -82,6 +82,7 @@ CANDIDATES = [
     # Larger models for a faster step (run over --preset=speedrun): at ~18,000 steps the preset's
     # 0.82 M parameters see the 1 M training characters 37 times and fit them more than the val text.
     ("wide192_drop0.1", "192 wide, 6 heads, dropout 0.1", {"n_embd": 192, "n_head": 6, "dropout": 0.1}),
+    ("wide192_drop0.2", "192 wide, 6 heads, dropout 0.2", {"n_embd": 192, "n_head": 6, "dropout": 0.2}),
     ("wide256_drop0.2", "256 wide, 4 heads of 64, dropout 0.2", {"n_embd": 256, "n_head": 4, "dropout": 0.2}),
     ("layers6_wide192_drop0.1", "6 layers, 192 wide, 6 heads, dropout 0.1",
      {"n_layer": 6, "n_embd": 192, "n_head": 6, "dropout": 0.1}),
