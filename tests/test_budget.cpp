@@ -288,10 +288,10 @@ TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][bud
     CHECK(gpt2_block.norm == NormKind::LayerNorm);
     CHECK(gpt2_block.mlp == MlpKind::Gelu);
     CHECK(gpt2_block.gelu == GeluKind::Tanh);
-    CHECK(modern.n_embd == gpt2_block.n_embd);
     CHECK(modern.block_size == gpt2_block.block_size);
-    // speedrun-float32: the speedrun in float, model and recipe otherwise the same; speedrun
-    // itself in bf16 exactly where the bf16 products run on the CPU's dot products
+    // speedrun-float32: the speedrun's recipe in float, on the model before it grew (192 wide
+    // with dropout; 128 wide as speedrun-classic, none); speedrun itself in bf16 exactly where
+    // the bf16 products run on the CPU's dot products
     const TrainConfig f32 = train_preset("speedrun-float32");
     CHECK(f32.dtype == DType::Float32);
     CHECK(classic.dtype == DType::Float32);
@@ -303,7 +303,16 @@ TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][bud
               t.dtype = DType::Float32;
               return t;
           }()));
-    CHECK(config_to_json(preset("speedrun-float32")) == config_to_json(modern));
+    const GPTConfig narrow = preset("speedrun-float32");
+    CHECK(modern.n_embd == 192);
+    CHECK(modern.dropout > 0);
+    CHECK(narrow.n_embd == gpt2_block.n_embd);
+    CHECK(narrow.dropout == 0);
+    CHECK(config_to_json([&] {
+              GPTConfig m = modern;
+              m.n_embd = narrow.n_embd, m.n_head = narrow.n_head, m.dropout = narrow.dropout;
+              return m;
+          }()) == config_to_json(narrow));
 
     // An explicit --max_iters turns the speedrun preset's budget off (no clock, no plan).
     TempDir tmp("handgrad-budget");

@@ -57,9 +57,10 @@ TrainConfig train_preset(const std::string& name) {
         t.optimizer = OptimizerKind::Muon;                     // on the same schedule
         t.muon.lr = 1e-2f;
     }
-    // bf16 costs the speedrun nothing per step (whole-val loss after 4000 steps 1.4494 against
-    // float's 1.4526, docs/speedrun.md) and makes a step faster, so more fit in the budget; but
-    // only where the CPU has bf16 dot products: widened, it would be slower than float.
+    // bf16 costs nothing measurable per step (the course recipe's whole-val loss after 2000
+    // steps: 1.8925 against float's 1.8929, docs/bf16.md) and makes a step faster, so more fit
+    // in the budget (docs/speedrun.md); but only where the CPU has bf16 dot products: widened,
+    // it would be slower than float.
     if (name == "speedrun" && matmul_bf16_backend() == Bf16Backend::OneDNN) t.dtype = DType::BFloat16;
     if (name == "finetune-shakespeare") {  // nanoGPT's finetune_shakespeare.py, sized for a CPU (docs/gpt2.md)
         t.batch_size = 4, t.gradient_accumulation_steps = 2, t.max_iters = 20;  // 4 × 2 × 256 tokens a step
