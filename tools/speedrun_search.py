@@ -8,7 +8,7 @@ whole-val loss on tiny Shakespeare in a fixed time budget on this machine?
 
 How a candidate is scored, in two phases:
   1. speed (sequential, the machine to itself): `build/bench` times the candidate's training step
-     on all cores; the iterations that fit are 0.98 · budget / step time, the rule
+     on all cores, a model replica per core; the iterations that fit are 0.98 · budget / step time, the rule
      `train --time_budget` itself uses (lib/train/trainer.h, plan_time_budget).
   2. quality (in parallel, `--jobs` single-threaded runs): `build/train --max_iters=N` with the
      schedule laid over those N iterations, then `build/eval` over the whole val split.
@@ -16,8 +16,8 @@ Phase 2 counts iterations, not seconds, so its result does not depend on what el
 is doing: the runs can share it, and rerunning the search gives the same losses bit for bit
 (one thread each). The winner is then confirmed for real, clock and all, by `make speedrun`.
 
-Every candidate is the PRESET below with some flags changed; the table says what each bought
-against the first row.
+Every candidate is a preset (--preset, PRESET below unless named) with some flags changed; the
+table says what each bought against the first row.
 """
 import argparse
 import concurrent.futures as cf
@@ -36,7 +36,7 @@ PRESET = "speedrun-classic"
 MODERN = {"norm": "rmsnorm", "pos": "rope", "mlp": "swiglu", "qk_norm": "true", "logit_softcap": 30}
 # name, what it tries, flags over --preset=PRESET (model and training flags alike).
 CANDIDATES = [
-    ("base", "speedrun-classic as it stands", {}),
+    ("base", "the preset as it stands (speedrun-classic unless --preset names another)", {}),
     ("cosine", "cosine decay to lr/10 (the preset before stage 4)", {"lr_decay": "cosine", "min_lr": 3e-4}),
     ("erf", "GELU, erf form (the search's stage 1 base: nanoGPT's best 10-minute shape)", {"gelu": "erf", "weight_decay": 0.1}),
     ("ctx256", "context 256, batch 8 (same tokens per step)", {"block_size": 256, "batch_size": 8}),
@@ -79,8 +79,9 @@ CANDIDATES = [
     ("modern_muon_lr1e-2", "modern, Muon lr 1e-2", {**MODERN, "optimizer": "muon", "muon_lr": 1e-2}),
     ("lean_muon", "rmsnorm + rope + relu2 + qk_norm (the pieces that won alone), Muon lr 2e-2",
      {"norm": "rmsnorm", "pos": "rope", "mlp": "relu2", "qk_norm": "true", "optimizer": "muon", "muon_lr": 2e-2}),
-    # Larger models for a faster step (run over --preset=speedrun): at ~18,000 steps the preset's
-    # 0.82 M parameters see the 1 M training characters 37 times and fit them more than the val text.
+    # Larger models for bf16's faster step (over --preset=speedrun-float32 with --over
+    # dtype=bfloat16,optimizer=muon, docs/speedrun.md): at ~18,000 steps its 0.82 M parameters see
+    # the 1 M training characters 37 times and fit them more than the val text.
     ("wide192_drop0.1", "192 wide, 6 heads, dropout 0.1", {"n_embd": 192, "n_head": 6, "dropout": 0.1}),
     ("wide192_drop0.2", "192 wide, 6 heads, dropout 0.2", {"n_embd": 192, "n_head": 6, "dropout": 0.2}),
     ("wide256_drop0.2", "256 wide, 4 heads of 64, dropout 0.2", {"n_embd": 256, "n_head": 4, "dropout": 0.2}),
