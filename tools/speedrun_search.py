@@ -83,7 +83,9 @@ CANDIDATES = [
     # dtype=bfloat16,optimizer=muon, docs/speedrun.md): at ~18,000 steps its 0.82 M parameters see
     # the 1 M training characters 37 times and fit them more than the val text.
     ("wide192_drop0.1", "192 wide, 6 heads, dropout 0.1", {"n_embd": 192, "n_head": 6, "dropout": 0.1}),
+    ("wide192_drop0.05", "192 wide, 6 heads, dropout 0.05", {"n_embd": 192, "n_head": 6, "dropout": 0.05}),
     ("wide192_drop0.2", "192 wide, 6 heads, dropout 0.2", {"n_embd": 192, "n_head": 6, "dropout": 0.2}),
+    ("wide160_drop0.1", "160 wide, 5 heads, dropout 0.1", {"n_embd": 160, "n_head": 5, "dropout": 0.1}),
     ("wide256_drop0.2", "256 wide, 4 heads of 64, dropout 0.2", {"n_embd": 256, "n_head": 4, "dropout": 0.2}),
     ("layers6_wide192_drop0.1", "6 layers, 192 wide, 6 heads, dropout 0.1",
      {"n_layer": 6, "n_embd": 192, "n_head": 6, "dropout": 0.1}),
