@@ -345,6 +345,20 @@ TEST_CASE("auto remembers only a clear answer: the faster backend at least kClea
     CHECK(choice_worth_remembering({7.6, 14.9}, 0.3));
 }
 
+TEST_CASE("a remembered choice reads back as written; a value of another shape is no answer", "[matmul][batch_threads]") {
+    const RememberedChoice c{"onednn", {7.6, 14.9, 9.25}};
+    const std::optional<RememberedChoice> back = decode_choice(encode_choice(c), 3);
+    REQUIRE(back);
+    CHECK(back->taken == "onednn");
+    CHECK(back->ms == c.ms);
+    CHECK(decode_choice("2 3040.125 3320.7", 2)->ms[0] == 3040.125);  // the old batch_threads lines read too
+    CHECK_FALSE(decode_choice(encode_choice(c), 2));  // a build with other options wrote it
+    CHECK_FALSE(decode_choice("onednn 7.6 14.9", 3));
+    CHECK_FALSE(decode_choice("", 0));
+    CHECK_FALSE(decode_choice("onednn 7.6 x", 2));
+    CHECK_FALSE(decode_choice("onednn 7.6 14.9 junk", 2));
+}
+
 TEST_CASE("the machine's peak: positive, and not below the order of the measured product rate", "[matmul][peak]") {
     const int threads = omp_get_max_threads();
     const double peak = peak_f32_gflops(threads, 0.05);

@@ -67,7 +67,8 @@ static thread_local std::vector<float> t_wide_a, t_wide_b;
 // share one. (Keying by the thread's number in its parallel region is not enough: a batch
 // thread running attention's parallel loop is alone in that nested team, number 0 in each
 // replica, and two replicas then raced on one product's pointers.) A list holds a few dozen
-// entries for a model (its products' shapes), made on first use and kept to the thread's end.
+// entries for a model (its products' shapes), made on first use and kept to the thread's end,
+// as is the thread's stream.
 namespace {
 using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
@@ -157,17 +158,17 @@ void run_onednn(char kind, float* c, const bf16* a, const bf16* b, int M, int N,
     const bool nested = omp_in_parallel();
     const Key key{kind, M, N, K, lda, ldb, ldc, alpha, beta, nested ? 1 : omp_get_max_threads()};
     Product* p = find_product(key);
-    static thread_local dnnl::stream* stream = new dnnl::stream(engine());
-    dnnl_memory_set_data_handle_v2(p->src.get(), const_cast<bf16*>(a), stream->get());
-    dnnl_memory_set_data_handle_v2(p->wei.get(), const_cast<bf16*>(b), stream->get());
-    dnnl_memory_set_data_handle_v2(p->dst.get(), c, stream->get());
+    static thread_local dnnl::stream stream(engine());  // this thread's own, as its products
+    dnnl_memory_set_data_handle_v2(p->src.get(), const_cast<bf16*>(a), stream.get());
+    dnnl_memory_set_data_handle_v2(p->wei.get(), const_cast<bf16*>(b), stream.get());
+    dnnl_memory_set_data_handle_v2(p->dst.get(), c, stream.get());
     const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, p->src.get()},
                                     {DNNL_ARG_WEIGHTS, p->wei.get()},
                                     {DNNL_ARG_DST, p->dst.get()},
                                     {DNNL_ARG_SCRATCHPAD, p->scratch.get()}};
-    const dnnl_status_t s = dnnl_primitive_execute(p->prim.get(), stream->get(), 4, args);
+    const dnnl_status_t s = dnnl_primitive_execute(p->prim.get(), stream.get(), 4, args);
     check(s == dnnl_success, "oneDNN's bf16 matmul failed (status {})", int(s));
-    dnnl_stream_wait(stream->get());
+    dnnl_stream_wait(stream.get());
 }
 }  // namespace
 #endif

@@ -19,6 +19,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "lib/core/errors.h"
 #include "lib/kernels/attention_kernels.h"
@@ -48,26 +49,34 @@ static Head16 head16(bf16* scratch16, int bh, int T, int hs) {
 static void round_rows(bf16* out, int ldo, const float* in, int ldi, int rows, int cols) {
     for (int r = 0; r < rows; r++) bf16_round(out + size_t(r) * ldo, in + size_t(r) * ldi, size_t(cols));
 }
-// The rows [t0, t1) of P = dropout(att), rounded, into blk (rows, t1) with row stride t1: row t
-// has its visible s ≤ t from att_bh (row stride T) and +0 above the diagonal. One pass: the
-// dropped probabilities go through a small float buffer on the stack, never a (rows, t1) block.
-static void round_probabilities(bf16* blk, const float* att_bh, int T, int t0, int t1, Dropout drop, int bh) {
+// The rows [t0, t1) of P = dropout(att) into blk (rows, t1), row stride ldb, as float or rounded
+// to bf16: row t has its visible s ≤ t from att_bh (row stride T), dropped where the mask says,
+// and +0 above the diagonal. att itself keeps the probabilities before dropout (the backward
+// reads them). One pass: rounded, the dropped probabilities go through a small float buffer on
+// the stack, never a (rows, t1) float block.
+static void put(float* out, const float* in, size_t n) { std::memcpy(out, in, sizeof(float) * n); }
+static void put(bf16* out, const float* in, size_t n) { bf16_round(out, in, n); }
+template <typename Out>
+static void write_probabilities(Out* blk, size_t ldb, const float* att_bh, int T, int t0, int t1, Dropout drop,
+                                int bh) {
     constexpr size_t kChunk = 256;
     float dropped[kChunk];
     for (int t = t0; t < t1; t++) {
         const float* att_t = att_bh + (size_t)t * T;
-        bf16* out = blk + (size_t)(t - t0) * t1;
+        Out* out = blk + (size_t)(t - t0) * ldb;
         const size_t visible = (size_t)t + 1, row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
         for (size_t s0 = 0; s0 < visible; s0 += kChunk) {
             const size_t n = std::min(kChunk, visible - s0);
-            if (drop.active()) {
-                dropout_apply_kernel(dropped, att_t + s0, n, drop, row + s0);
-                bf16_round(out + s0, dropped, n);
+            if (!drop.active()) {
+                put(out + s0, att_t + s0, n);
+            } else if constexpr (std::is_same_v<Out, float>) {
+                dropout_apply_kernel(out + s0, att_t + s0, n, drop, row + s0);
             } else {
-                bf16_round(out + s0, att_t + s0, n);
+                dropout_apply_kernel(dropped, att_t + s0, n, drop, row + s0);
+                put(out + s0, dropped, n);
             }
         }
-        std::memset(out + visible, 0, sizeof(bf16) * (size_t)(t1 - t - 1));
+        std::memset(out + visible, 0, sizeof(Out) * (size_t)(t1 - t - 1));
     }
 }
 
@@ -107,26 +116,18 @@ static void forward_blocks(float* out, float* att, float* scratch, bf16* scratch
                 std::memset(att_t + t + 1, 0, sizeof(float) * (size_t)(T - t - 1));
             }
             // out[t0:t1] = P · v[0:t1]   (rows, t1)·(t1, hs), into head h's columns of out, with
-            // P = dropout(att) for these rows. att must keep the pre-dropout probabilities
-            // for the backward, so P is a copy: rounded to bf16 in one pass, or in float in
-            // this (b, h)'s slice of scratch.
+            // P = dropout(att) for these rows: rounded into the bf16 block; in float, att's own
+            // rows without dropout (zero above the diagonal already), else a copy in this
+            // (b, h)'s slice of scratch.
             if constexpr (kBf16) {
-                round_probabilities(h16.blk, att_bh, T, t0, t1, drop, bh);
+                write_probabilities(h16.blk, t1, att_bh, T, t0, t1, drop, bh);
                 matmul_bf16_nn(out_bh + (size_t)t0 * C, h16.blk, h16.v, rows, hs, t1, t1, hs, C, 1.0f, 0.0f);
+            } else if (drop.active()) {
+                float* P = scratch + (size_t)bh * T * T;  // (rows, t1) used
+                write_probabilities(P, t1, att_bh, T, t0, t1, drop, bh);
+                matmul_nn(out_bh + (size_t)t0 * C, P, v, rows, hs, t1, t1, C3, C, 1.0f, 0.0f);
             } else {
-                const float* P = att_blk;
-                int ldp = T;
-                if (drop.active()) {
-                    float* dropped = scratch + (size_t)bh * T * T;  // (rows, t1) used
-                    for (int t = t0; t < t1; t++) {
-                        const size_t row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
-                        // s > t: att is 0 already
-                        dropout_apply_kernel(dropped + (size_t)(t - t0) * t1, att_bh + (size_t)t * T, t1, drop, row);
-                    }
-                    P = dropped;
-                    ldp = t1;
-                }
-                matmul_nn(out_bh + (size_t)t0 * C, P, v, rows, hs, t1, ldp, C3, C, 1.0f, 0.0f);
+                matmul_nn(out_bh + (size_t)t0 * C, att_blk, v, rows, hs, t1, T, C3, C, 1.0f, 0.0f);
             }
         }
     }
@@ -184,23 +185,14 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
             assert(beta_kv == 1.0f || t1 == T);  // the block that writes covers every key 0..T-1
             float* blk = scratch_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
             const float* dout_blk = dout_bh + (size_t)t0 * C;
-            // step 1: blk = P, zero above the diagonal; dv[0:t1] += Pᵀ · dout[t0:t1]
+            // step 1: blk = P, zero above the diagonal (att's own zeros there are not read), or
+            // P rounded into the bf16 block; dv[0:t1] += Pᵀ · dout[t0:t1]
             const bf16* dout16 = kBf16 ? h16.dout + (size_t)t0 * hs : nullptr;  // dout[t0:t1] rounded
-            if constexpr (kBf16) {  // P straight into its bf16 block
-                round_probabilities(h16.blk, att_bh, T, t0, t1, drop, bh);
+            if constexpr (kBf16) {
+                write_probabilities(h16.blk, t1, att_bh, T, t0, t1, drop, bh);
                 matmul_bf16_tn(dv, h16.blk, dout16, t1, hs, rows, t1, hs, C3, 1.0f, beta_kv);
             } else {
-                for (int t = t0; t < t1; t++) {
-                    const float* att_t = att_bh + (size_t)t * T;
-                    float* blk_t = blk + (size_t)(t - t0) * T;
-                    const size_t row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
-                    if (drop.active()) {
-                        dropout_apply_kernel(blk_t, att_t, (size_t)t + 1, drop, row);
-                    } else {
-                        std::memcpy(blk_t, att_t, sizeof(float) * (size_t)(t + 1));
-                    }
-                    std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));
-                }
+                write_probabilities(blk, T, att_bh, T, t0, t1, drop, bh);
                 matmul_tn(dv, blk, dout_blk, t1, hs, rows, T, C, C3, 1.0f, beta_kv);
             }
             // step 1: blk = dP = dout[t0:t1] · v[0:t1]ᵀ

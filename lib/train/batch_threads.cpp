@@ -96,10 +96,10 @@ BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConf
                                         to_string(train.optimizer), to_string(train.dtype), to_string(matmul_current()));
     bool remembered = false;
     if (c.candidate > 1) {
-        int R = 0;
-        const std::string seen = cache_get(key).value_or("");
-        remembered = std::sscanf(seen.c_str(), "%d %lf %lf", &R, &c.ms_replicas, &c.ms_shared) == 3 &&
-                     (R == 1 || R == c.candidate);
+        // The value: the batch threads taken, then the ms with replicas and with one shared model.
+        const std::optional<RememberedChoice> seen = decode_choice(cache_get(key).value_or(""), 2);
+        remembered = seen && (seen->taken == "1" || seen->taken == std::to_string(c.candidate));
+        if (remembered) c.ms_replicas = seen->ms[0], c.ms_shared = seen->ms[1];
         // Every rank must agree on using it (each has its own cache only if on its own host).
         remembered = dist_mean(dist, remembered ? 1.0 : 0.0) == 1.0;
         if (remembered) c.ms_replicas = dist_mean(dist, c.ms_replicas), c.ms_shared = dist_mean(dist, c.ms_shared);
@@ -126,7 +126,7 @@ BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConf
     c.batch_threads = replicas ? c.candidate : 1;
     const bool remember = !remembered && choice_worth_remembering({c.ms_replicas, c.ms_shared}, c.seconds);
     if (remember && dist.rank == 0)
-        cache_put(key, fmt::format("{} {:.3f} {:.3f}", c.batch_threads, c.ms_replicas, c.ms_shared));
+        cache_put(key, encode_choice({std::to_string(c.batch_threads), {c.ms_replicas, c.ms_shared}}));
     const std::string with_replicas = fmt::format("{} replicas of {} rows", c.candidate, train.batch_size / c.candidate);
     const std::string shared = fmt::format("all {} threads on one model", threads);
     c.why = fmt::format("{}, {:.1f} ms per step against {:.1f} ms with {}; {}",

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 
 #include "lib/core/errors.h"
 #include "lib/core/tensor.h"
@@ -134,24 +133,19 @@ double time_matmul_calls(const std::vector<MatmulCall>& calls, MatmulBackend bac
     return ms;
 }
 
-// "onednn 1.5 2.5 3.5": the backend and each backend's ms, as the cache keeps them. A line
-// written by a build with other backends (fewer or more times, a name this build lacks) is
-// not an answer here: the run measures again and rewrites it.
-static std::string encode(const MatmulChoice& c) {
-    std::string s = to_string(c.backend);
-    for (double ms : c.ms) s += fmt::format(" {:.6g}", ms);
-    return s;
-}
+// The cache's value: the backend and each backend's time, in matmul_backends()' order. A name
+// this build lacks is no answer either: the run measures again.
+static std::string encode(const MatmulChoice& c) { return encode_choice({to_string(c.backend), c.ms}); }
 
 static std::optional<MatmulChoice> decode(const std::string& s) {
-    std::istringstream in(s);
-    std::string name;
-    MatmulChoice c;
-    in >> name;
-    for (double ms; in >> ms;) c.ms.push_back(ms);
-    if (c.ms.size() != matmul_backends().size()) return std::nullopt;
+    const std::optional<RememberedChoice> r = decode_choice(s, matmul_backends().size());
+    if (!r) return std::nullopt;
     for (MatmulBackend b : matmul_backends())
-        if (to_string(b) == name) return c.backend = b, c;
+        if (to_string(b) == r->taken) {
+            MatmulChoice c;
+            c.backend = b, c.ms = r->ms;
+            return c;
+        }
     return std::nullopt;
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 #ifdef HANDGRAD_ONEDNN
@@ -85,6 +86,21 @@ bool choice_is_clear(const std::vector<double>& ms) {
 
 bool choice_worth_remembering(const std::vector<double>& ms, double seconds) {
     return choice_is_clear(ms) || seconds >= kRemeasureSeconds;
+}
+
+std::string encode_choice(const RememberedChoice& c) {
+    std::string s = c.taken;
+    for (double ms : c.ms) s += fmt::format(" {:.6g}", ms);
+    return s;
+}
+
+std::optional<RememberedChoice> decode_choice(const std::string& value, size_t options) {
+    std::istringstream in(value);
+    RememberedChoice c;
+    if (!(in >> c.taken)) return std::nullopt;
+    for (double ms; in >> ms;) c.ms.push_back(ms);
+    if (!in.eof() || c.ms.size() != options) return std::nullopt;
+    return c;
 }
 
 }  // namespace hg

@@ -40,4 +40,15 @@ constexpr double kRemeasureSeconds = 2.0;
 bool choice_is_clear(const std::vector<double>& ms);
 bool choice_worth_remembering(const std::vector<double>& ms, double seconds);
 
+// A remembered answer as a cache value: the option taken, then each option's ms, in the order
+// the caller measured them ("onednn 7.6 14.9 9.2", "2 3040.1 3320.7"). decode_choice gives
+// nothing for a value that does not read as a name and `options` times (an empty line, or one a
+// build with other options wrote): the run measures again and rewrites it.
+struct RememberedChoice {
+    std::string taken;
+    std::vector<double> ms;
+};
+std::string encode_choice(const RememberedChoice& c);
+std::optional<RememberedChoice> decode_choice(const std::string& value, size_t options);
+
 }  // namespace hg
