@@ -56,7 +56,7 @@ static const std::vector<std::pair<std::string, GPTConfig>>& presets() {
         c.norm = NormKind::RMSNorm, c.pos = PosEncoding::Rope, c.mlp = MlpKind::SwiGLU;
         c.qk_norm = true, c.logit_softcap = 30.0f;
         GPTConfig wide = c;  // bf16's faster step affords a wider model, and its more passes
-        wide.n_embd = 192, wide.n_head = 6, wide.dropout = 0.1f;  // over the text want dropout
+        wide.n_embd = 192, wide.n_head = 6, wide.dropout = 0.05f;  // over the text want dropout
         t.push_back({"speedrun", wide});
         t.push_back({"speedrun-float32", c});
         c = GPTConfig{};  // the recipe before it, kept reproducible: GPT-2's block (and AdamW)
