@@ -80,6 +80,18 @@ static void write_probabilities(Out* blk, size_t ldb, const float* att_bh, int T
     }
 }
 
+// Asks for the visible part of att's rows [t0, t1) to come into the cache (L2) ahead of use. The
+// backward reads att long after the forward wrote it, from memory: fetched while the current
+// block's products run, the next block's rows are there when it starts. Measured on the baby
+// GPT (B 64, both batch threads, 2026-12-03): attention's backward 205–216 → 188–190 ms a step in
+// bf16; in float, on one replica's share alone, 3 % faster. Writes are not prefetched: asking
+// for the forward's next block measured slower.
+static void prefetch_rows(const float* att_bh, int T, int t0, int t1) {
+    constexpr int kLine = 64 / sizeof(float);  // floats per cache line
+    for (int t = t0; t < t1; t++)
+        for (int s = 0; s <= t; s += kLine) __builtin_prefetch(att_bh + (size_t)t * T + s, 0, 2);
+}
+
 // The forward of the sgemm path; kBf16 runs its two products on bf16 copies (attention.h).
 template <bool kBf16>
 static void forward_blocks(float* out, float* att, float* scratch, bf16* scratch16, const float* qkv, int B,
@@ -185,6 +197,10 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
             assert(beta_kv == 1.0f || t1 == T);  // the block that writes covers every key 0..T-1
             float* blk = scratch_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
             const float* dout_blk = dout_bh + (size_t)t0 * C;
+            if (t0 > 0)  // the next block's att rows: this head's, or the next head's first
+                prefetch_rows(att_bh, T, t0 - kRowBlock, t0);
+            else if (bh + 1 < B * NH)
+                prefetch_rows(att_bh + (size_t)T * T, T, last_t0, T);
             // step 1: blk = P, zero above the diagonal (att's own zeros there are not read), or
             // P rounded into the bf16 block; dv[0:t1] += Pᵀ · dout[t0:t1]
             const bf16* dout16 = kBf16 ? h16.dout + (size_t)t0 * hs : nullptr;  // dout[t0:t1] rounded
