@@ -14,8 +14,8 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The last n mod Lanes numbers go through zero-padded buffers and the same vector code (simd.h):
-// attention rounds rows of every length t + 1, where a scalar tail was most of the time.
+// The last n mod Lanes numbers go through zero-padded buffers and the same vector code (simd.h),
+// as attention's rows of every length t + 1 end.
 void Bf16Round(bf16* out, const float* in, size_t n) {
     const hn::ScalableTag<float> df;
     const size_t L = hn::Lanes(df);

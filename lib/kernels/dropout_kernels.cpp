@@ -49,8 +49,8 @@ void DropoutApply(float* out, const float* inp, size_t n, float p, uint64_t key,
     size_t j = 0;
     for (; j + L <= n; j += L, z = hn::Add(z, step)) DropStep(du, z, vp, vscale, two24, inp + j, out + j);
     if (j == n) return;
-    // The last n mod Lanes through a zero-padded buffer and the same vector code (simd.h):
-    // attention drops rows of every length t + 1.
+    // The last n mod Lanes through a zero-padded buffer and the same vector code (simd.h), as
+    // attention's rows of every length t + 1 end.
     constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
     HWY_ALIGN float buf[kMaxLanes] = {};
     std::memcpy(buf, inp + j, sizeof(float) * (n - j));
