@@ -197,7 +197,7 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
             assert(beta_kv == 1.0f || t1 == T);  // the block that writes covers every key 0..T-1
             float* blk = scratch_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
             const float* dout_blk = dout_bh + (size_t)t0 * C;
-            if (t0 > 0)  // the next block's att rows: this head's, or the next head's first
+            if (t0 > 0)  // the next block's att rows: this head's, or the next head's first (its last rows)
                 prefetch_rows(att_bh, T, t0 - kRowBlock, t0);
             else if (bh + 1 < B * NH)
                 prefetch_rows(att_bh + (size_t)T * T, T, last_t0, T);
