@@ -89,6 +89,10 @@ CANDIDATES = [
     ("wide256_drop0.2", "256 wide, 4 heads of 64, dropout 0.2", {"n_embd": 256, "n_head": 4, "dropout": 0.2}),
     ("layers6_wide192_drop0.1", "6 layers, 192 wide, 6 heads, dropout 0.1",
      {"n_layer": 6, "n_embd": 192, "n_head": 6, "dropout": 0.1}),
+    ("layers6_wide192_drop0.05", "6 layers, 192 wide, 6 heads, dropout 0.05",
+     {"n_layer": 6, "n_embd": 192, "n_head": 6, "dropout": 0.05}),
+    ("wide192_drop0.05_muon2e-2", "192 wide, 6 heads, dropout 0.05, Muon's lr 2e-2",
+     {"n_embd": 192, "n_head": 6, "dropout": 0.05, "muon_lr": 2e-2}),
 ]
 
 # Training flags that change the step's time: the batch, the optimizer (Muon's Newton–Schulz), the dtype.
