@@ -5,8 +5,6 @@
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 #include <hwy/highway.h>
 
-#include <cstring>
-
 #include "lib/kernels/bf16.h"
 #include "lib/kernels/bf16-inl.h"
 
@@ -14,20 +12,12 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The last n mod Lanes numbers go through zero-padded buffers and the same vector code (simd.h),
-// as attention's rows of every length t + 1 end.
 void Bf16Round(bf16* out, const float* in, size_t n) {
     const hn::ScalableTag<float> df;
     const size_t L = hn::Lanes(df);
     size_t i = 0;
     for (; i + L <= n; i += L) StoreBf16(df, hn::LoadU(df, in + i), out + i);
-    if (i == n) return;
-    constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
-    HWY_ALIGN float buf[kMaxLanes] = {};
-    HWY_ALIGN bf16 rounded[kMaxLanes];
-    std::memcpy(buf, in + i, sizeof(float) * (n - i));
-    StoreBf16(df, hn::Load(df, buf), rounded);
-    std::memcpy(out + i, rounded, sizeof(bf16) * (n - i));
+    for (; i < n; i++) out[i] = bf16_from_float(in[i]);  // scalar tail (simd.h): the twin
 }
 
 void Bf16Widen(float* out, const bf16* in, size_t n) {

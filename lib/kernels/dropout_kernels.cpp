@@ -7,8 +7,6 @@
 
 #include "lib/kernels/dropout_kernels.h"
 
-#include <cstring>
-
 HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -21,18 +19,6 @@ V Mix64(D d, V z) {
     return hn::Xor(z, hn::ShiftRight<31>(z));
 }
 
-// One vector of y (as many floats as du has lanes) from x's: z holds their hash inputs.
-template <class DU, class VU, class VF>
-HWY_INLINE void DropStep(DU du, VU z, VF vp, VF vscale, VF two24, const float* x, float* y) {
-    const hn::Rebind<double, DU> dd;  // as many lanes of each
-    const hn::Rebind<int64_t, DU> di;
-    const hn::Rebind<float, DU> df;
-    const auto bits = hn::BitCast(di, hn::ShiftRight<40>(Mix64(du, z)));  // < 2²⁴
-    const auto u = hn::Mul(hn::DemoteTo(df, hn::ConvertTo(dd, bits)), two24);
-    const auto keep = hn::Ge(u, vp);
-    hn::StoreU(hn::IfThenElseZero(keep, hn::Mul(hn::LoadU(df, x), vscale)), df, y);
-}
-
 // The hash needs 64-bit lanes, so the floats go as many at a time as a vector has 64-bit lanes
 // (half a float vector). Lane j holds z = key + φ·(i + 1) for its element i, as hash_uniform
 // forms it, and z steps by φ·lanes from one group to the next (integer arithmetic wraps the same
@@ -41,21 +27,22 @@ HWY_INLINE void DropStep(DU du, VU z, VF vp, VF vscale, VF two24, const float* x
 void DropoutApply(float* out, const float* inp, size_t n, float p, uint64_t key, size_t i0) {
     constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;  // φ, hash_uniform's step
     const hn::ScalableTag<uint64_t> du;
-    const hn::Rebind<float, decltype(du)> df;  // as many lanes
+    const hn::Rebind<double, decltype(du)> dd;  // as many lanes of each
+    const hn::Rebind<int64_t, decltype(du)> di;
+    const hn::Rebind<float, decltype(du)> df;
     const size_t L = hn::Lanes(du);
     auto z = hn::Add(hn::Set(du, key + kGolden * (uint64_t(i0) + 1)), hn::Mul(hn::Iota(du, 0), hn::Set(du, kGolden)));
     const auto step = hn::Set(du, kGolden * uint64_t(L));
     const auto vp = hn::Set(df, p), vscale = hn::Set(df, 1.0f / (1.0f - p)), two24 = hn::Set(df, 1.0f / 16777216.0f);
     size_t j = 0;
-    for (; j + L <= n; j += L, z = hn::Add(z, step)) DropStep(du, z, vp, vscale, two24, inp + j, out + j);
-    if (j == n) return;
-    // The last n mod Lanes through a zero-padded buffer and the same vector code (simd.h), as
-    // attention's rows of every length t + 1 end.
-    constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
-    HWY_ALIGN float buf[kMaxLanes] = {};
-    std::memcpy(buf, inp + j, sizeof(float) * (n - j));
-    DropStep(du, z, vp, vscale, two24, buf, buf);
-    std::memcpy(out + j, buf, sizeof(float) * (n - j));
+    for (; j + L <= n; j += L, z = hn::Add(z, step)) {
+        const auto bits = hn::BitCast(di, hn::ShiftRight<40>(Mix64(du, z)));  // < 2²⁴
+        const auto u = hn::Mul(hn::DemoteTo(df, hn::ConvertTo(dd, bits)), two24);
+        const auto keep = hn::Ge(u, vp);
+        hn::StoreU(hn::IfThenElseZero(keep, hn::Mul(hn::LoadU(df, inp + j), vscale)), df, out + j);
+    }
+    const Dropout drop{p, key};
+    for (; j < n; j++) out[j] = drop.apply(inp[j], i0 + j);  // scalar tail (simd.h)
 }
 
 }  // namespace hg::HWY_NAMESPACE
