@@ -61,9 +61,14 @@ Result run_bf16(const Shape& sh, const std::vector<float>& qkv, const std::vecto
              std::vector<float>(qkv.size(), fill)};
     std::vector<float> scratch(r.att.size(), fill);
     std::vector<bf16> scratch16(attention_bf16_scratch(B, T, C, NH), 0x7FC0);  // NaNs
-    attention_forward_bf16(r.out.data(), r.att.data(), scratch.data(), scratch16.data(), qkv.data(), B, T, C, NH, fwd);
-    attention_backward_bf16(r.dqkv.data(), scratch.data(), scratch16.data(), dout.data(), qkv.data(), r.att.data(), B,
-                            T, C, NH, bwd);
+    std::vector<bf16> out16(r.out.size(), 0x7FC0), dqkv16(r.dqkv.size(), 0x7FC0);
+    attention_forward_bf16(r.out.data(), out16.data(), r.att.data(), scratch.data(), scratch16.data(), qkv.data(), B,
+                           T, C, NH, fwd);
+    attention_backward_bf16(r.dqkv.data(), dqkv16.data(), scratch.data(), scratch16.data(), dout.data(), qkv.data(),
+                            r.att.data(), B, T, C, NH, bwd);
+    // the rounded copies for the next products: out and dqkv, each rounded, every entry
+    for (size_t i = 0; i < out16.size(); i++) REQUIRE(out16[i] == bf16_from_float(r.out[i]));
+    for (size_t i = 0; i < dqkv16.size(); i++) REQUIRE(dqkv16[i] == bf16_from_float(r.dqkv[i]));
     return r;
 }
 
@@ -261,9 +266,9 @@ TEST_CASE("attention in bf16: out and dqkv are written, not added to; same input
             const Result n = run_bf16(sh, qkv, dout, drop, drop, std::numeric_limits<float>::quiet_NaN());
             {  // no working space: hg::Error
                 std::vector<float> f(size_t(sh.B) * sh.NH * sh.T * sh.T + qkv.size());
-                CHECK_THROWS_AS(attention_forward_bf16(f.data(), f.data(), f.data(), nullptr, qkv.data(), sh.B, sh.T,
+                CHECK_THROWS_AS(attention_forward_bf16(f.data(), nullptr, f.data(), f.data(), nullptr, qkv.data(), sh.B, sh.T,
                                                        sh.C, sh.NH, drop), Error);
-                CHECK_THROWS_AS(attention_backward_bf16(f.data(), f.data(), nullptr, dout.data(), qkv.data(), f.data(),
+                CHECK_THROWS_AS(attention_backward_bf16(f.data(), nullptr, f.data(), nullptr, dout.data(), qkv.data(), f.data(),
                                                         sh.B, sh.T, sh.C, sh.NH, drop), Error);
             }
             for (const Result* o : {&b, &n}) {  // whatever the buffers held: the same bits

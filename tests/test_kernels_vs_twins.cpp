@@ -164,24 +164,72 @@ TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd]
     });
 }
 
+// The bf16 variants (dtype bfloat16: the next product's input, written by the layer) run the same
+// kernels in pieces and round: their bits must be the float layer's, rounded, at lengths that
+// cross their pieces (GELU's 8192-number chunks in 1024-number parts). A planted slip — the
+// other GELU form — must show.
+TEST_CASE("GELU and LayerNorm in bf16 write the float layer's results, rounded, on every SIMD target",
+          "[simd][gelu][layernorm][bf16]") {
+    auto rounded = [](const Floats& x) {
+        std::vector<bf16> r(x.size());
+        for (size_t i = 0; i < x.size(); i++) r[i] = bf16_from_float(x[i]);
+        return r;
+    };
+    for_each_target([&] {
+        for (size_t n : {size_t(5), size_t(1000), size_t(20000)})
+            for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh}) {
+                CAPTURE(kind_name(kind), n);
+                const Floats x = randn<float>(n, 61 + n, 3.0), dout = randn<float>(n, 62 + n);
+                Floats out(n), dinp(n), dinp_b(n, 7.0f);
+                std::vector<bf16> out16(n, 0x7FC0), dinp16(n, 0x7FC0);
+                gelu_forward(out.data(), x.data(), n, kind);
+                gelu_forward_bf16(out16.data(), x.data(), n, kind);
+                CHECK(out16 == rounded(out));
+                gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
+                gelu_backward_bf16(dinp_b.data(), dinp16.data(), x.data(), dout.data(), n, kind);
+                CHECK(std::memcmp(dinp.data(), dinp_b.data(), n * sizeof(float)) == 0);
+                CHECK(dinp16 == rounded(dinp));
+                gelu_forward_bf16(out16.data(), x.data(), n, kind == GeluKind::Erf ? GeluKind::Tanh : GeluKind::Erf);
+                if (n >= 1000) CHECK(out16 != rounded(out));  // the planted slip
+            }
+        for (int C : {1, 7, 384, 1000}) {
+            const int N = 5;
+            CAPTURE(C);
+            const Floats x = randn<float>(size_t(N) * C, 63 + C, 2.0), w = randn<float>(C, 64), b = randn<float>(C, 65);
+            Floats out(size_t(N) * C), mean(N), rstd(N), mean16(N, 7.0f), rstd16(N, 7.0f);
+            std::vector<bf16> out16(out.size(), 0x7FC0);
+            layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+            layernorm_forward_bf16(out16.data(), mean16.data(), rstd16.data(), x.data(), w.data(), b.data(), N, C);
+            CHECK(out16 == rounded(out));
+            CHECK(std::memcmp(mean.data(), mean16.data(), N * sizeof(float)) == 0);
+            CHECK(std::memcmp(rstd.data(), rstd16.data(), N * sizeof(float)) == 0);
+        }
+    });
+}
+
 // The mask's hash runs in 64-bit lanes in the kernel and one element at a time in
 // Dropout::keep: every element's kept-or-dropped must agree, at any start index (the lanes'
 // counters start from i0), including counters that wrap, and for p near 0 and near 1.
 TEST_CASE("The dropout kernel keeps exactly the elements Dropout::keep keeps, on every SIMD target",
           "[simd][dropout]") {
     const size_t n = 1000;
-    Floats x(n, 1.5f), out(n);
+    Floats x(n, 1.5f), out(n), out2a(n), out2b(n);
     for (int j = 0; j < 100; j++) x[size_t(j) * 7 % n] = -2.25f;  // signs: dropped negatives are +0 too
+    const Floats x2 = randn<float>(n, 66);
     for_each_target([&] {
         for (float p : {1e-7f, 0.1f, 0.5f, 0.999f})
             for (size_t i0 : {size_t(0), size_t(3), size_t(123457), ~size_t(0) - 500}) {
                 for (uint64_t key : {uint64_t(0), uint64_t(0x5eedULL), ~uint64_t(0)}) {
                     const Dropout drop{p, key};
                     dropout_apply_kernel(out.data(), x.data(), n, drop, i0);
+                    // the two-array form: the same mask on both, from one hash
+                    dropout_apply2_kernel(out2a.data(), x.data(), out2b.data(), x2.data(), n, drop, i0);
                     size_t bad = 0, kept = 0;
                     for (size_t j = 0; j < n; j++) {
-                        const float want = drop.apply(x[j], i0 + j);
+                        const float want = drop.apply(x[j], i0 + j), want2 = drop.apply(x2[j], i0 + j);
                         bad += std::memcmp(&out[j], &want, sizeof(float)) != 0;
+                        bad += std::memcmp(&out2a[j], &want, sizeof(float)) != 0;
+                        bad += std::memcmp(&out2b[j], &want2, sizeof(float)) != 0;
                         kept += drop.keep(i0 + j);
                     }
                     CAPTURE(p, i0, key, kept);

@@ -6,6 +6,8 @@
 #include <hwy/highway.h>
 
 #include "lib/kernels/bf16.h"
+
+#include "lib/core/parallel.h"
 #include "lib/kernels/bf16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -41,6 +43,11 @@ HWY_EXPORT(Bf16Widen);
 
 void bf16_round(bf16* out, const float* in, size_t n) { HWY_DYNAMIC_DISPATCH(Bf16Round)(out, in, n); }
 void bf16_widen(float* out, const bf16* in, size_t n) { HWY_DYNAMIC_DISPATCH(Bf16Widen)(out, in, n); }
+
+void bf16_round_parallel(bf16* out, const float* in, size_t n) {
+    constexpr size_t kPiece = size_t(1) << 14;  // numbers per piece of parallel work
+    for_pieces(n, kPiece, 1, [&](size_t i0, size_t len) { bf16_round(out + i0, in + i0, len); });
+}
 
 }  // namespace hg
 #endif

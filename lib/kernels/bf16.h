@@ -51,6 +51,9 @@ inline float bf16_to_float(bf16 h) {
 
 // out[i] = bf16_from_float(in[i]) for i < n: Highway, every target, bit-identical to the twin.
 void bf16_round(bf16* out, const float* in, size_t n);
+// The same, split over the threads in fixed pieces (for a whole activation; the bits do not
+// depend on the split).
+void bf16_round_parallel(bf16* out, const float* in, size_t n);
 // out[i] = bf16_to_float(in[i]) for i < n.
 void bf16_widen(float* out, const bf16* in, size_t n);
 

@@ -27,5 +27,9 @@ struct Dropout {
 // Dropout::keep's: the hash runs in 64-bit lanes, the same integer steps as mix64, and its 24
 // bits become the same float before the comparison with p.
 void dropout_apply_kernel(float* out, const float* inp, size_t n, const Dropout& drop, size_t i0);
+// The same mask on two arrays at once, hashed once: out = dropout(inp), out2 = dropout(inp2)
+// (attention's backward forms P from att and dA from dP, element for element).
+void dropout_apply2_kernel(float* out, const float* inp, float* out2, const float* inp2, size_t n,
+                           const Dropout& drop, size_t i0);
 
 }  // namespace hg

@@ -32,18 +32,24 @@ namespace hg {
 
 constexpr int kRowBlock = 64;  // rows of scores per sgemm block
 
-// The bf16 working space of one (b, h), at bh · head_numbers(T, hs) in scratch16: its q, k, v
-// and dout rounded, each (T, hs) with row stride hs, then one row block of P or dS rounded,
-// (rows, t1) with row stride t1. The float path has none (all null).
+// The bf16 working space, scratch16: the layer's qkv rounded, (B·T, 3C) in qkv's own layout, then
+// dout rounded, (B·T, C) in dout's (the backward's), then two row blocks per (b, h), (rows, t1)
+// with row stride t1: P (the forward's, and the backward's), and dS (the backward's). q, k, v and dout are rounded in one pass over the whole layer
+// before the heads start, front to back: rounded by each head, its rows 3C apart, every row of
+// q, k and v was a new page and a new stream for the memory system to find (measured: the
+// rounding alone was a fifth of attention's bf16 time at the baby GPT's shape). The float path
+// has none (all null).
 struct Head16 {
-    bf16 *q = nullptr, *k = nullptr, *v = nullptr, *dout = nullptr, *blk = nullptr;
+    const bf16 *q = nullptr, *k = nullptr, *v = nullptr, *dout = nullptr;  // row strides 3C, 3C, 3C, C
+    bf16* blk = nullptr;
 };
-static size_t head_numbers(int T, int hs) { return 4 * size_t(T) * hs + size_t(kRowBlock) * T; }
-static Head16 head16(bf16* scratch16, int bh, int T, int hs) {
+static size_t layer_numbers(int B, int T, int C) { return 4 * size_t(B) * T * C; }
+static Head16 head16(bf16* scratch16, int bh, int B, int T, int C, int NH) {
     if (!scratch16) return {};
-    bf16* q = scratch16 + bh * head_numbers(T, hs);
-    const size_t n = size_t(T) * hs;
-    return {q, q + n, q + 2 * n, q + 3 * n, q + 4 * n};
+    const int b = bh / NH, h = bh % NH, hs = C / NH;
+    const bf16* q = scratch16 + (size_t)b * T * 3 * C + (size_t)h * hs;
+    const bf16* dout = scratch16 + 3 * size_t(B) * T * C + (size_t)b * T * C + (size_t)h * hs;
+    return {q, q + C, q + 2 * (size_t)C, dout, scratch16 + layer_numbers(B, T, C) + (size_t)bh * 2 * kRowBlock * T};
 }
 // out (rows, cols), row stride ldo = the float rows of in, row stride ldi, rounded (bf16.h).
 static void round_rows(bf16* out, int ldo, const float* in, int ldi, int rows, int cols) {
@@ -94,11 +100,12 @@ static void prefetch_rows(const float* att_bh, int T, int t0, int t1) {
 
 // The forward of the sgemm path; kBf16 runs its two products on bf16 copies (attention.h).
 template <bool kBf16>
-static void forward_blocks(float* out, float* att, float* scratch, bf16* scratch16, const float* qkv, int B,
-                           int T, int C, int NH, Dropout drop) {
+static void forward_blocks(float* out, bf16* out16, float* att, float* scratch, bf16* scratch16, const float* qkv,
+                           int B, int T, int C, int NH, Dropout drop) {
     const int hs = C / NH;
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
+    if constexpr (kBf16) bf16_round_parallel(scratch16, qkv, size_t(B) * T * C3);  // q, k, v rounded
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
         const int b = bh / NH, h = bh % NH;
@@ -107,18 +114,13 @@ static void forward_blocks(float* out, float* att, float* scratch, bf16* scratch
         const float* v = q + 2 * (size_t)C;                           // (T,hs), row stride 3C
         float* att_bh = att + (size_t)bh * T * T;                     // (T,T)
         float* out_bh = out + (size_t)b * T * C + (size_t)h * hs;     // (T,hs), row stride C
-        const Head16 h16 = head16(scratch16, bh, T, hs);
-        if constexpr (kBf16) {  // rounded once, read by every row block
-            round_rows(h16.q, hs, q, C3, T, hs);
-            round_rows(h16.k, hs, k, C3, T, hs);
-            round_rows(h16.v, hs, v, C3, T, hs);
-        }
+        const Head16 h16 = head16(scratch16, bh, B, T, C, NH);
         for (int t0 = 0; t0 < T; t0 += kRowBlock) {
             const int t1 = std::min(T, t0 + kRowBlock), rows = t1 - t0;
             float* att_blk = att_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
             // scores[t, s] = q_t · k_s / √hs for t in [t0, t1), s in [0, t1); float out of either
             if constexpr (kBf16)
-                matmul_bf16_nt(att_blk, h16.q + (size_t)t0 * hs, h16.k, rows, t1, hs, hs, hs, T, scale, 0.0f);
+                matmul_bf16_nt(att_blk, h16.q + (size_t)t0 * C3, h16.k, rows, t1, hs, C3, C3, T, scale, 0.0f);
             else
                 matmul_nt(att_blk, q + (size_t)t0 * C3, k, rows, t1, hs, C3, C3, T, scale, 0.0f);
             // softmax over the visible part s ≤ t; the masked part s > t is probability 0
@@ -133,7 +135,9 @@ static void forward_blocks(float* out, float* att, float* scratch, bf16* scratch
             // (b, h)'s slice of scratch.
             if constexpr (kBf16) {
                 write_probabilities(h16.blk, t1, att_bh, T, t0, t1, drop, bh);
-                matmul_bf16_nn(out_bh + (size_t)t0 * C, h16.blk, h16.v, rows, hs, t1, t1, hs, C, 1.0f, 0.0f);
+                matmul_bf16_nn(out_bh + (size_t)t0 * C, h16.blk, h16.v, rows, hs, t1, t1, C3, C, 1.0f, 0.0f);
+                if (out16)  // these rows of head h's out are final
+                    round_rows(out16 + (out_bh - out) + (size_t)t0 * C, C, out_bh + (size_t)t0 * C, C, rows, hs);
             } else if (drop.active()) {
                 float* P = scratch + (size_t)bh * T * T;  // (rows, t1) used
                 write_probabilities(P, t1, att_bh, T, t0, t1, drop, bh);
@@ -148,7 +152,47 @@ static void forward_blocks(float* out, float* att, float* scratch, bf16* scratch
 void attention_forward_sgemm(float* out, float* att, float* scratch, const float* qkv, int B, int T,
                              int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, false);
-    forward_blocks<false>(out, att, scratch, nullptr, qkv, B, T, C, NH, drop);
+    forward_blocks<false>(out, nullptr, att, scratch, nullptr, qkv, B, T, C, NH, drop);
+}
+
+// One row block [t0, t1) of the bf16 backward: the steps of backward_blocks (below), in the
+// order that lets one pass over each row do steps 1 to 3 while the row is in cache:
+//   blk = dP = dout[t0:t1] · v[0:t1]ᵀ                        (float, from bf16 inputs)
+//   per row t, s ≤ t, one dropout hash per entry for both:
+//     P = dropout(att) rounded into P16;  blk = dA = dropout(dP);  blk = dS (the softmax's
+//     backward on att's row, in float);  dS rounded into dS16; both zero for t < s < t1
+//   dv[0:t1] += P16ᵀ · dout[t0:t1],  dq[t0:t1] = dS16 · k[0:t1] / √hs,  dk[0:t1] += dS16ᵀ · q[t0:t1] / √hs
+// blk (rows, t1) with row stride T; P16 and dS16 are h16's two blocks, row stride t1.
+static void backward_block16(float* dq, float* dk, float* dv, float* blk, const Head16& h16, const float* att_bh,
+                             int T, int C, int hs, int t0, int t1, float beta_kv, float scale, Dropout drop, int bh) {
+    const int C3 = 3 * C, rows = t1 - t0;
+    bf16 *P16 = h16.blk, *dS16 = h16.blk + (size_t)kRowBlock * T;
+    const bf16* dout16 = h16.dout + (size_t)t0 * C;  // dout[t0:t1], row stride C
+    matmul_bf16_nt(blk, dout16, h16.v, rows, t1, hs, C, C3, T, 1.0f, 0.0f);
+    constexpr size_t kChunk = 256;
+    float dropped[kChunk];
+    for (int t = t0; t < t1; t++) {
+        const float* att_t = att_bh + (size_t)t * T;
+        float* blk_t = blk + (size_t)(t - t0) * T;
+        bf16 *P_t = P16 + (size_t)(t - t0) * t1, *dS_t = dS16 + (size_t)(t - t0) * t1;
+        const size_t visible = (size_t)t + 1, row = ((size_t)bh * T + t) * T;  // dropout index of (t, 0)
+        for (size_t s0 = 0; s0 < visible; s0 += kChunk) {
+            const size_t n = std::min(kChunk, visible - s0);
+            if (drop.active()) {
+                dropout_apply2_kernel(dropped, att_t + s0, blk_t + s0, blk_t + s0, n, drop, row + s0);
+                bf16_round(P_t + s0, dropped, n);
+            } else {
+                bf16_round(P_t + s0, att_t + s0, n);
+            }
+        }
+        softmax_backward_row(blk_t, att_t, blk_t, visible);
+        bf16_round(dS_t, blk_t, visible);
+        std::memset(P_t + visible, 0, sizeof(bf16) * (size_t)(t1 - visible));
+        std::memset(dS_t + visible, 0, sizeof(bf16) * (size_t)(t1 - visible));
+    }
+    matmul_bf16_tn(dv, P16, dout16, t1, hs, rows, t1, C, C3, 1.0f, beta_kv);
+    matmul_bf16_nn(dq + (size_t)t0 * C3, dS16, h16.k, rows, hs, t1, t1, C3, C3, scale, 0.0f);
+    matmul_bf16_tn(dk, dS16, h16.q + (size_t)t0 * C3, t1, hs, rows, t1, C3, C3, scale, beta_kv);
 }
 
 // Backward: the derivation is in attention.h above twin::attention_backward; the step
@@ -162,14 +206,17 @@ void attention_forward_sgemm(float* out, float* att, float* scratch, const float
 // Only entries s ≤ t of att are read. dqkv is written, not added to (layers.h): each row block
 // writes its own rows of dq, and the blocks run last to first, so the first one done (the last
 // rows, whose keys are all of 0..T-1) writes dk and dv (beta = 0) and the earlier ones add.
-// kBf16: the four products on bf16 copies (attention.h); dP and the softmax's backward stay
-// float in blk; P is rounded from att straight into the bf16 block (step 1), dS after step 3.
+// kBf16: the same steps in another order, backward_block16 (above), for each row block.
 template <bool kBf16>
-static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const float* dout, const float* qkv,
-                            const float* att, int B, int T, int C, int NH, Dropout drop) {
+static void backward_blocks(float* dqkv, bf16* dqkv16, float* scratch, bf16* scratch16, const float* dout,
+                            const float* qkv, const float* att, int B, int T, int C, int NH, Dropout drop) {
     const int hs = C / NH;
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
+    if constexpr (kBf16) {  // q, k, v rounded again (not kept from the forward), and dout
+        bf16_round_parallel(scratch16, qkv, size_t(B) * T * C3);
+        bf16_round_parallel(scratch16 + size_t(B) * T * C3, dout, size_t(B) * T * C);
+    }
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
         const int b = bh / NH, h = bh % NH;
@@ -183,13 +230,7 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
         const float* dout_bh = dout + (size_t)b * T * C + (size_t)h * hs;  // (T,hs), stride C
         const float* att_bh = att + (size_t)bh * T * T;                    // (T,T)
         float* scratch_bh = scratch + (size_t)bh * T * T;                  // (T,T)
-        const Head16 h16 = head16(scratch16, bh, T, hs);
-        if constexpr (kBf16) {  // rounded once, read by every row block
-            round_rows(h16.q, hs, q, C3, T, hs);
-            round_rows(h16.k, hs, k, C3, T, hs);
-            round_rows(h16.v, hs, v, C3, T, hs);
-            round_rows(h16.dout, hs, dout_bh, C, T, hs);
-        }
+        const Head16 h16 = head16(scratch16, bh, B, T, C, NH);
         const int last_t0 = (T - 1) / kRowBlock * kRowBlock;
         for (int t0 = last_t0; t0 >= 0; t0 -= kRowBlock) {
             const int t1 = std::min(T, t0 + kRowBlock), rows = t1 - t0;
@@ -201,21 +242,16 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
                 prefetch_rows(att_bh, T, t0 - kRowBlock, t0);
             else if (bh + 1 < B * NH)
                 prefetch_rows(att_bh + (size_t)T * T, T, last_t0, T);
-            // step 1: blk = P, zero above the diagonal (att's own zeros there are not read), or
-            // P rounded into the bf16 block; dv[0:t1] += Pᵀ · dout[t0:t1]
-            const bf16* dout16 = kBf16 ? h16.dout + (size_t)t0 * hs : nullptr;  // dout[t0:t1] rounded
             if constexpr (kBf16) {
-                write_probabilities(h16.blk, t1, att_bh, T, t0, t1, drop, bh);
-                matmul_bf16_tn(dv, h16.blk, dout16, t1, hs, rows, t1, hs, C3, 1.0f, beta_kv);
-            } else {
-                write_probabilities(blk, T, att_bh, T, t0, t1, drop, bh);
-                matmul_tn(dv, blk, dout_blk, t1, hs, rows, T, C, C3, 1.0f, beta_kv);
+                backward_block16(dq, dk, dv, blk, h16, att_bh, T, C, hs, t0, t1, beta_kv, scale, drop, bh);
+                continue;
             }
+            // step 1: blk = P, zero above the diagonal (att's own zeros there are not read);
+            // dv[0:t1] += Pᵀ · dout[t0:t1]
+            write_probabilities(blk, T, att_bh, T, t0, t1, drop, bh);
+            matmul_tn(dv, blk, dout_blk, t1, hs, rows, T, C, C3, 1.0f, beta_kv);
             // step 1: blk = dP = dout[t0:t1] · v[0:t1]ᵀ
-            if constexpr (kBf16)
-                matmul_bf16_nt(blk, dout16, h16.v, rows, t1, hs, hs, hs, T, 1.0f, 0.0f);
-            else
-                matmul_nt(blk, dout_blk, v, rows, t1, hs, C, C3, T, 1.0f, 0.0f);
+            matmul_nt(blk, dout_blk, v, rows, t1, hs, C, C3, T, 1.0f, 0.0f);
             for (int t = t0; t < t1; t++) {
                 const float* att_t = att_bh + (size_t)t * T;
                 float* blk_t = blk + (size_t)(t - t0) * T;
@@ -227,22 +263,18 @@ static void backward_blocks(float* dqkv, float* scratch, bf16* scratch16, const 
                 std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));
             }
             // step 4: dq[t0:t1] = dS · k[0:t1] / √hs;  dk[0:t1] += dSᵀ · q[t0:t1] / √hs
-            if constexpr (kBf16) {
-                round_rows(h16.blk, t1, blk, T, rows, t1);
-                matmul_bf16_nn(dq + (size_t)t0 * C3, h16.blk, h16.k, rows, hs, t1, t1, hs, C3, scale, 0.0f);
-                matmul_bf16_tn(dk, h16.blk, h16.q + (size_t)t0 * hs, t1, hs, rows, t1, hs, C3, scale, beta_kv);
-            } else {
-                matmul_nn(dq + (size_t)t0 * C3, blk, k, rows, hs, t1, T, C3, C3, scale, 0.0f);
-                matmul_tn(dk, blk, q + (size_t)t0 * C3, t1, hs, rows, T, C3, C3, scale, beta_kv);
-            }
+            matmul_nn(dq + (size_t)t0 * C3, blk, k, rows, hs, t1, T, C3, C3, scale, 0.0f);
+            matmul_tn(dk, blk, q + (size_t)t0 * C3, t1, hs, rows, T, C3, C3, scale, beta_kv);
         }
+        if (dqkv16)  // head h's dq, dk, dv are final
+            for (float* d : {dq, dk, dv}) round_rows(dqkv16 + (d - dqkv), C3, d, C3, T, hs);
     }
 }
 
 void attention_backward_sgemm(float* dqkv, float* scratch, const float* dout, const float* qkv,
                               const float* att, int B, int T, int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, true);
-    backward_blocks<false>(dqkv, scratch, nullptr, dout, qkv, att, B, T, C, NH, drop);
+    backward_blocks<false>(dqkv, nullptr, scratch, nullptr, dout, qkv, att, B, T, C, NH, drop);
 }
 
 // The fused path: one kernel call per (b, h), in the same parallel loop.
@@ -313,21 +345,21 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
 // dropout 0.2; at the baby GPT's (B 2, T 256, hs 64) 2.0 ms against the float sgemm path's 4.0.
 size_t attention_bf16_scratch(int B, int T, int C, int NH) {
     check(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0, "attention: bad sizes B={} T={} C={} NH={}", B, T, C, NH);
-    return size_t(B) * NH * head_numbers(T, C / NH);
+    return layer_numbers(B, T, C) + size_t(B) * NH * 2 * kRowBlock * T;
 }
 
-void attention_forward_bf16(float* out, float* att, float* scratch, bf16* scratch16, const float* qkv, int B,
-                            int T, int C, int NH, Dropout drop) {
+void attention_forward_bf16(float* out, bf16* out16, float* att, float* scratch, bf16* scratch16, const float* qkv,
+                            int B, int T, int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, false);
     check(scratch16 != nullptr, "attention: the bf16 forward needs scratch16");
-    forward_blocks<true>(out, att, scratch, scratch16, qkv, B, T, C, NH, drop);
+    forward_blocks<true>(out, out16, att, scratch, scratch16, qkv, B, T, C, NH, drop);
 }
 
-void attention_backward_bf16(float* dqkv, float* scratch, bf16* scratch16, const float* dout, const float* qkv,
-                             const float* att, int B, int T, int C, int NH, Dropout drop) {
+void attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, bf16* scratch16, const float* dout,
+                             const float* qkv, const float* att, int B, int T, int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, true);
     check(scratch16 != nullptr, "attention: the bf16 backward needs scratch16");
-    backward_blocks<true>(dqkv, scratch, scratch16, dout, qkv, att, B, T, C, NH, drop);
+    backward_blocks<true>(dqkv, dqkv16, scratch, scratch16, dout, qkv, att, B, T, C, NH, drop);
 }
 
 }  // namespace hg

@@ -49,7 +49,9 @@ void attention_backward_fused(float* dqkv, float* scratch, const float* dout, co
 
 // Mixed precision (the model's dtype bfloat16): the sgemm path with its six products on bf16
 // inputs, sums and outputs in float (lib/kernels/matmul_bf16.h). The same contract as the float
-// pair: out, att and dqkv written (=), nothing added to; the same scratch.
+// pair: out, att and dqkv written (=), nothing added to; the same scratch. out16 (B·T, C) and
+// dqkv16 (B·T, 3C), when not null, also get out and dqkv rounded to bf16, for the next product
+// (lib/layers/linear.h): each head's part as soon as it is final, while it is in cache.
 //   rounded to bf16   q, k and v (once per head, for every row block), P = dropout(att) for out =
 //                     P·v and for dv += Pᵀ·dout, dout, and dS for dq = dS·k and dk += dSᵀ·q;
 //   kept in float     the scores and the softmax, att (the stored probabilities, which the
@@ -66,10 +68,10 @@ void attention_backward_fused(float* dqkv, float* scratch, const float* dout, co
 // every shape, also where the float path would take the fused kernels (attention.cpp: measured
 // faster there too).
 size_t attention_bf16_scratch(int B, int T, int C, int NH);
-void attention_forward_bf16(float* out, float* att, float* scratch, bf16* scratch16, const float* qkv, int B,
-                            int T, int C, int NH, Dropout drop);
-void attention_backward_bf16(float* dqkv, float* scratch, bf16* scratch16, const float* dout, const float* qkv,
-                             const float* att, int B, int T, int C, int NH, Dropout drop);
+void attention_forward_bf16(float* out, bf16* out16, float* att, float* scratch, bf16* scratch16, const float* qkv,
+                            int B, int T, int C, int NH, Dropout drop);
+void attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, bf16* scratch16, const float* dout,
+                             const float* qkv, const float* att, int B, int T, int C, int NH, Dropout drop);
 
 namespace twin {  // the scalar twins, defined below
 template <typename real>

@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "lib/core/errors.h"
+#include "lib/kernels/bf16.h"
 
 namespace hg {
 
@@ -19,6 +20,12 @@ constexpr float kLayerNormEps = 1e-5f;
 // N, C <= 0 is hg::Error.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int N, int C);
+// The same with its output rounded to bf16 into out16 (N,C) instead (dtype bfloat16: the next
+// layer is a product that reads only the rounded copy; lib/layers/linear.h): each row is
+// normalised into a buffer of the thread's own and rounded from there, so the float output is
+// not written anywhere. mean and rstd are written as above. Bits: layernorm_forward's, rounded.
+void layernorm_forward_bf16(bf16* out16, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int N, int C);
 // dinp (N,C) +=, dweight (C) +=, dbias (C) += (skipped when null).
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,

@@ -84,33 +84,25 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
 }
 
 // ---- bf16 inputs, float sums and outputs (linear.h) -----------------------------------------
-// Where precision is dropped: the three products' inputs only — inp, W and dout rounded to bf16
-// (relative error ≤ 2⁻⁸ each). Each product of two bf16 numbers is exact in float and the sums
+// Where precision is dropped: the three products' inputs only — inp, W and dout, each rounded to
+// bf16 before it reaches this layer (relative error ≤ 2⁻⁸ each; linear.h says by whom). Each product of two bf16 numbers is exact in float and the sums
 // run in float, so a product's error is ≤ (2·2⁻⁸ + K·2⁻²⁴)·Σ|terms| (tests/test_bf16.cpp).
 // Where it is kept: out, dinp and dweight are float, and dweight += adds the product into the
 // float gradient, so accumulation over micro-batches and tied uses loses nothing. The bias and
 // its gradient stay float: dbias sums dout itself (float), not its rounded copy — a sum of N
 // numbers gains nothing from bf16 and would keep their rounding errors.
-constexpr size_t kRoundPiece = size_t(1) << 14;  // numbers per piece of parallel rounding
-
-static void round_rows(bf16* out, const float* in, size_t n) {
-    for_pieces(n, kRoundPiece, 1, [&](size_t i0, size_t len) { bf16_round(out + i0, in + i0, len); });
-}
-
-void linear_forward_bf16(float* out, const float* inp, bf16* inp16, const bf16* weight16, const float* bias,
-                         int N, int C, int OC) {
+void linear_forward_bf16(float* out, const bf16* inp16, const bf16* weight16, const float* bias, int N, int C,
+                         int OC) {
     linear_check_sizes(N, C, OC);
-    round_rows(inp16, inp, size_t(N) * C);
     if (bias)
         for (int n = 0; n < N; n++) std::memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
     // out = inp16 · weight16ᵀ (+ bias): one product, threaded by the backend itself
     matmul_bf16_nt(out, inp16, weight16, N, OC, C, C, C, OC, 1.0f, bias ? 1.0f : 0.0f);
 }
 
-void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, bf16* dout16,
+void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* dout16,
                           const bf16* inp16, const bf16* weight16, int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
-    round_rows(dout16, dout, size_t(N) * OC);
     if (dinp) matmul_bf16_nn(dinp, dout16, weight16, N, C, OC, OC, C, C, 1.0f, 0.0f);  // term 1
     matmul_bf16_tn(dweight, dout16, inp16, OC, C, N, OC, C, C, 1.0f, 1.0f);            // term 2
     if (dbias) bias_backward(dbias, dout, N, OC);                                       // term 3, float

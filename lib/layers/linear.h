@@ -19,12 +19,16 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* inp, const float* weight, int N, int C, int OC);
 
 // The same layer in mixed precision (dtype bfloat16): the products take bf16 inputs and add in
-// float (lib/kernels/matmul_bf16.h). weight16 is W's bf16 copy (the optimizer keeps it). The
-// forward rounds inp into inp16 (N,C) and keeps it there: the backward's dW product reads it again.
-// The backward rounds dout into dout16 (N,OC), scratch. out, dinp, dweight, dbias stay float.
-void linear_forward_bf16(float* out, const float* inp, bf16* inp16, const bf16* weight16, const float* bias,
-                         int N, int C, int OC);
-void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, bf16* dout16,
+// float (lib/kernels/matmul_bf16.h). Its inputs arrive rounded, written by the layer that made
+// them while they were in cache (a norm, GELU, attention: each has a bf16 variant), or by
+// bf16_round_parallel where none does:
+//   inp16    (N,C)  the input, rounded; the backward's dW product reads it again
+//   weight16 (OC,C) W's bf16 copy (the optimizer keeps it)
+//   dout16   (N,OC) dout rounded; dout itself (float) is read for the bias's gradient only
+// out, dinp, dweight, dbias stay float.
+void linear_forward_bf16(float* out, const bf16* inp16, const bf16* weight16, const float* bias, int N, int C,
+                         int OC);
+void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* dout16,
                           const bf16* inp16, const bf16* weight16, int N, int C, int OC);
 
 namespace twin {  // the scalar twins, defined below

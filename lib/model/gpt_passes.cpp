@@ -50,8 +50,8 @@ static const real* dropout_at_site_backward(const GPT<real>& m, real* ddrop, con
 
 // A linear layer at the model's precision. Float and double models run linear_forward /
 // linear_backward (the float fast path and the double twin); a float model with bf16 on runs the
-// same layer with bf16 products (lib/layers/linear.h): inp16 is where this layer's input is
-// rounded in the forward and read again by its backward. Everything between the products —
+// same layer with bf16 products (lib/layers/linear.h): inp16 is this layer's input rounded (by
+// the layer that wrote it, below) and read again by its backward. Everything between the products —
 // norms, attention's scores and softmax, GELU, the residual stream, the loss — stays float:
 //   the residual stream  each block adds a small update to it; at bf16's 2⁻⁸ an update under
 //                        1/256 of the stream would be lost whole;
@@ -65,37 +65,88 @@ static const real* dropout_at_site_backward(const GPT<real>& m, real* ddrop, con
 //   the loss             logits leave lm_head's product in float; log-softmax of V numbers
 //                        subtracts near-equal ones (logit − logsumexp), which bf16 would ruin.
 template <typename real>
-static void linear_fwd(const GPT<real>& m, real* out, const real* inp, bf16* inp16, const real* w, const real* b,
+static void linear_fwd(const GPT<real>& m, real* out, const real* inp, const bf16* inp16, const real* w, const real* b,
                        int N, int C, int OC) {
     if constexpr (std::is_same_v<real, float>)
-        if (m.mixed.on()) return linear_forward_bf16(out, inp, inp16, m.mixed.copy_of(w), b, N, C, OC);
+        if (m.mixed.on()) return linear_forward_bf16(out, inp16, m.mixed.copy_of(w), b, N, C, OC);
     linear_forward(out, inp, w, b, N, C, OC);
 }
 template <typename real>
-static void linear_bwd(const GPT<real>& m, real* dinp, real* dw, real* db, const real* dout, const real* inp,
-                       const bf16* inp16, const real* w, int N, int C, int OC) {
+static void linear_bwd(const GPT<real>& m, real* dinp, real* dw, real* db, const real* dout, const bf16* dout16,
+                       const real* inp, const bf16* inp16, const real* w, int N, int C, int OC) {
     if constexpr (std::is_same_v<real, float>)
         if (m.mixed.on())
-            return linear_backward_bf16(dinp, dw, db, dout, m.mixed.dout, inp16, m.mixed.copy_of(w), N, C, OC);
+            return linear_backward_bf16(dinp, dw, db, dout, dout16, inp16, m.mixed.copy_of(w), N, C, OC);
     linear_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+}
+// With bf16 on, a product's inputs are rounded by the layer that writes them, while each piece
+// is in cache: the norm (LayerNorm; RMSNorm writes float and is rounded after), the MLP's
+// activation (GELU; ReLU² and SwiGLU rounded after), attention (its output, and its gradient
+// unless rope or QK-norm turn that gradient afterwards). The other gradients that reach a
+// product — the residual stream's at the two projections, the logits' — are rounded in a pass
+// of their own (round_dout). Into the copy out16; out itself is then not written where the
+// layer says so (the norm and GELU: the products read only out16).
+template <typename real>
+static void norm_fwd(const GPT<real>& m, real* out, bf16* out16, real* mean, real* rstd, const real* inp,
+                     const real* weight, const real* bias, int N, int C) {
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on()) {
+            if (m.config.norm == NormKind::LayerNorm)
+                return layernorm_forward_bf16(out16, mean, rstd, inp, weight, bias, N, C);
+            norm_forward(m.config, out, mean, rstd, inp, weight, bias, N, C);
+            return bf16_round_parallel(out16, out, size_t(N) * C);
+        }
+    norm_forward(m.config, out, mean, rstd, inp, weight, bias, N, C);
+}
+template <typename real>
+static void mlp_activation_fwd(const GPT<real>& m, real* out, bf16* out16, const real* inp, size_t N) {
+    const GPTConfig& c = m.config;
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on()) {
+            if (c.mlp == MlpKind::Gelu) return gelu_forward_bf16(out16, inp, N * c.mlp_hidden(), c.gelu);
+            mlp_activation_forward(c, out, inp, N);
+            return bf16_round_parallel(out16, out, N * c.mlp_hidden());
+        }
+    mlp_activation_forward(c, out, inp, N);
+}
+template <typename real>
+static void mlp_activation_bwd(const GPT<real>& m, real* dinp, bf16* dinp16, const real* inp, const real* dout,
+                               size_t N) {
+    const GPTConfig& c = m.config;
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on()) {
+            if (c.mlp == MlpKind::Gelu) return gelu_backward_bf16(dinp, dinp16, inp, dout, N * c.mlp_fc_width(), c.gelu);
+            mlp_activation_backward(c, dinp, inp, dout, N);
+            return bf16_round_parallel(dinp16, dinp, N * c.mlp_fc_width());
+        }
+    mlp_activation_backward(c, dinp, inp, dout, N);
+}
+// dout rounded into the model's one dout copy, which it returns (null when bf16 is off).
+template <typename real>
+static const bf16* round_dout(const GPT<real>& m, const real* dout, size_t n) {
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on()) return bf16_round_parallel(m.mixed.dout, dout, n), m.mixed.dout;
+    return nullptr;
 }
 // Attention at the model's precision, as linear_fwd/linear_bwd: with bf16 on, its products take
 // bf16 inputs from the one working space m.mixed.attention (lib/layers/attention.h).
 template <typename real>
-static void attention_fwd(const GPT<real>& m, real* out, real* att, real* scratch, const real* qkv, int B, int T,
-                          Dropout drop) {
-    const int C = m.config.n_embd, NH = m.config.n_head;
-    if constexpr (std::is_same_v<real, float>)
-        if (m.mixed.on()) return attention_forward_bf16(out, att, scratch, m.mixed.attention, qkv, B, T, C, NH, drop);
-    attention_forward(out, att, scratch, qkv, B, T, C, NH, drop);
-}
-template <typename real>
-static void attention_bwd(const GPT<real>& m, real* dqkv, real* scratch, const real* dout, const real* qkv,
-                          const real* att, int B, int T, Dropout drop) {
+static void attention_fwd(const GPT<real>& m, real* out, bf16* out16, real* att, real* scratch, const real* qkv,
+                          int B, int T, Dropout drop) {
     const int C = m.config.n_embd, NH = m.config.n_head;
     if constexpr (std::is_same_v<real, float>)
         if (m.mixed.on())
-            return attention_backward_bf16(dqkv, scratch, m.mixed.attention, dout, qkv, att, B, T, C, NH, drop);
+            return attention_forward_bf16(out, out16, att, scratch, m.mixed.attention, qkv, B, T, C, NH, drop);
+    attention_forward(out, att, scratch, qkv, B, T, C, NH, drop);
+}
+template <typename real>
+static void attention_bwd(const GPT<real>& m, real* dqkv, bf16* dqkv16, real* scratch, const real* dout,
+                          const real* qkv, const real* att, int B, int T, Dropout drop) {
+    const int C = m.config.n_embd, NH = m.config.n_head;
+    if constexpr (std::is_same_v<real, float>)
+        if (m.mixed.on())
+            return attention_backward_bf16(dqkv, dqkv16, scratch, m.mixed.attention, dout, qkv, att, B, T, C, NH,
+                                           drop);
     attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, drop);
 }
 // This block's bf16 copy of an input, or null when bf16 is off.
@@ -135,25 +186,28 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
         BlockActivations<real>& s = a.h[l];
         const Dropout drop = dropout_at(m, l, kAttention);
         // x += attn(norm_1(x)): the branch's output goes straight into res_2, then x is added to it
-        timed(Work::LayerNorm, [&] { norm_forward(c, s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C); });
-        timed(Work::Matmul, [&] { linear_fwd(m, s.qkv, s.ln_1, copy16(m, l, &Bf16Block::ln_1), w.attn_w, w.attn_b, N, C, 3 * C); });  // (N, 3C)
+        bf16* ln_1_16 = copy16(m, l, &Bf16Block::ln_1);
+        timed(Work::LayerNorm, [&] { norm_fwd(m, s.ln_1, ln_1_16, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C); });
+        timed(Work::Matmul, [&] { linear_fwd(m, s.qkv, s.ln_1, ln_1_16, w.attn_w, w.attn_b, N, C, 3 * C); });  // (N, 3C)
         if (rope) timed(Work::Attention, [&] { rope_forward(s.qkv, a.rope_cos, a.rope_sin, B, T, C, NH); });
         if (c.qk_norm) timed(Work::Attention, [&] { qknorm_forward(s.qkv, s.qk_rstd, B, T, C, NH); });
-        timed(Work::Attention, [&] { attention_fwd(m, s.atty, s.att, datt, s.qkv, B, T, drop); });
-        timed(Work::Matmul, [&] { linear_fwd(m, s.res_2, s.atty, copy16(m, l, &Bf16Block::atty), w.attn_proj_w, w.attn_proj_b, N, C, C); });
+        bf16* atty16 = copy16(m, l, &Bf16Block::atty);
+        timed(Work::Attention, [&] { attention_fwd(m, s.atty, atty16, s.att, datt, s.qkv, B, T, drop); });
+        timed(Work::Matmul, [&] { linear_fwd(m, s.res_2, s.atty, atty16, w.attn_proj_w, w.attn_proj_b, N, C, C); });
         timed(Work::Dropout, [&] { dropout_at_site(m, s.res_2, NC, l, kAttnResidual); });
         timed(Work::Residual, [&] { residual_forward(s.res_2, x, s.res_2, NC); });
         // x += mlp(norm_2(x)), the same way into res_3
-        timed(Work::LayerNorm, [&] { norm_forward(c, s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b,
-                                                  N, C); });
-        timed(Work::Matmul, [&] { linear_fwd(m, s.fc, s.ln_2, copy16(m, l, &Bf16Block::ln_2), w.fc_w, w.fc_b, N, C, F); });  // (N, F)
-        timed(Work::Gelu, [&] { mlp_activation_forward(c, s.fc_act, s.fc, N); });           // (N, M)
-        timed(Work::Matmul, [&] { linear_fwd(m, s.res_3, s.fc_act, copy16(m, l, &Bf16Block::fc_act), w.mlp_proj_w, w.mlp_proj_b, N, M, C); });
+        bf16 *ln_2_16 = copy16(m, l, &Bf16Block::ln_2), *fc_act16 = copy16(m, l, &Bf16Block::fc_act);
+        timed(Work::LayerNorm, [&] { norm_fwd(m, s.ln_2, ln_2_16, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w,
+                                              w.ln_2_b, N, C); });
+        timed(Work::Matmul, [&] { linear_fwd(m, s.fc, s.ln_2, ln_2_16, w.fc_w, w.fc_b, N, C, F); });  // (N, F)
+        timed(Work::Gelu, [&] { mlp_activation_fwd(m, s.fc_act, fc_act16, s.fc, N); });     // (N, M)
+        timed(Work::Matmul, [&] { linear_fwd(m, s.res_3, s.fc_act, fc_act16, w.mlp_proj_w, w.mlp_proj_b, N, M, C); });
         timed(Work::Dropout, [&] { dropout_at_site(m, s.res_3, NC, l, kMlpResidual); });
         timed(Work::Residual, [&] { residual_forward(s.res_3, s.res_2, s.res_3, NC); });
         x = s.res_3;
     }
-    timed(Work::LayerNorm, [&] { norm_forward(c, a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C); });
+    timed(Work::LayerNorm, [&] { norm_fwd(m, a.ln_f, m.mixed.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C); });
     const real* no_bias = nullptr;
     timed(Work::Matmul, [&] { linear_fwd(m, a.logits, a.ln_f, m.mixed.ln_f, p.lm_head, no_bias, N, C, V); });  // (N, V)
     if (softcap)
@@ -200,7 +254,8 @@ void gpt_backward(GPT<real>& m, real dloss) {
     // sum of both paths. g.lm_head is g.wte then (one buffer, gpt_build), so this line adds the
     // unembedding's dlogitsᵀ · ln_f (V, C) into dwte, and encoder_backward at the end adds the
     // embedding's scatter on top: the += of every backward is the whole of the accumulation.
-    timed(Work::Matmul, [&] { linear_bwd(m, d.dln, g.lm_head, no_bias, d.dlogits, a.ln_f, m.mixed.ln_f, p.lm_head, N, C, V); });
+    timed(Work::Matmul, [&] { linear_bwd(m, d.dln, g.lm_head, no_bias, d.dlogits, round_dout(m, d.dlogits, N * V),
+                                         a.ln_f, m.mixed.ln_f, p.lm_head, N, C, V); });
     std::memset(dx, 0, NC * sizeof(real));  // the one buffer a backward adds into (the norms' dinp)
     timed(Work::LayerNorm, [&] { norm_backward(c, dx, g.ln_f_w, g.ln_f_b, d.dln, x_last, p.ln_f_w, a.ln_f_mean,
                                                a.ln_f_rstd, N, C); });
@@ -217,10 +272,11 @@ void gpt_backward(GPT<real>& m, real dloss) {
         // mlp_proj = dropout(fc_act · Wᵀ + b);  fc_act = act(fc);  fc = ln_2 · Wᵀ + b;  ln_2 = norm(res_2)
         const real* dmlp =
             timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, l, kMlpResidual); });
-        timed(Work::Matmul, [&] { linear_bwd(m, d.dfc_act, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, s.fc_act,
-                                             copy16(m, l, &Bf16Block::fc_act), w.mlp_proj_w, N, M, C); });
-        timed(Work::Gelu, [&] { mlp_activation_backward(c, d.dfc, s.fc, d.dfc_act, N); });
-        timed(Work::Matmul, [&] { linear_bwd(m, d.dln, gw.fc_w, gw.fc_b, d.dfc, s.ln_2, copy16(m, l, &Bf16Block::ln_2), w.fc_w, N, C, F); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.dfc_act, gw.mlp_proj_w, gw.mlp_proj_b, dmlp, round_dout(m, dmlp, NC),
+                                             s.fc_act, copy16(m, l, &Bf16Block::fc_act), w.mlp_proj_w, N, M, C); });
+        timed(Work::Gelu, [&] { mlp_activation_bwd(m, d.dfc, m.mixed.dout, s.fc, d.dfc_act, N); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.dln, gw.fc_w, gw.fc_b, d.dfc, m.mixed.dout, s.ln_2,
+                                             copy16(m, l, &Bf16Block::ln_2), w.fc_w, N, C, F); });
         timed(Work::LayerNorm, [&] { norm_backward(c, dx, gw.ln_2_w, gw.ln_2_b, d.dln, s.res_2, w.ln_2_w,
                                                    s.ln_2_mean, s.ln_2_rstd, N, C); });
         // res_2 = x + attn_proj: the same again. dx is d attn_proj for the attention branch,
@@ -229,12 +285,17 @@ void gpt_backward(GPT<real>& m, real dloss) {
         // ln_1 = norm(x)
         const real* dattn =
             timed(Work::Dropout, [&] { return dropout_at_site_backward(m, d.ddrop, dx, NC, l, kAttnResidual); });
-        timed(Work::Matmul, [&] { linear_bwd(m, d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty,
-                                             copy16(m, l, &Bf16Block::atty), w.attn_proj_w, N, C, C); });
-        timed(Work::Attention, [&] { attention_bwd(m, d.dqkv, d.datt, d.datty, s.qkv, s.att, B, T, drop); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, round_dout(m, dattn, NC),
+                                             s.atty, copy16(m, l, &Bf16Block::atty), w.attn_proj_w, N, C, C); });
+        // dqkv's bf16 copy comes from attention itself, unless QK-norm or rope turn dqkv after it
+        const bool turned = c.qk_norm || rope;
+        timed(Work::Attention, [&] { attention_bwd(m, d.dqkv, turned ? nullptr : m.mixed.dout, d.datt, d.datty, s.qkv,
+                                                   s.att, B, T, drop); });
         if (c.qk_norm) timed(Work::Attention, [&] { qknorm_backward(d.dqkv, s.qkv, s.qk_rstd, B, T, C, NH); });
         if (rope) timed(Work::Attention, [&] { rope_backward(d.dqkv, a.rope_cos, a.rope_sin, B, T, C, NH); });
-        timed(Work::Matmul, [&] { linear_bwd(m, d.dln, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, copy16(m, l, &Bf16Block::ln_1), w.attn_w, N, C, 3 * C); });
+        timed(Work::Matmul, [&] { linear_bwd(m, d.dln, gw.attn_w, gw.attn_b, d.dqkv,
+                                             turned ? round_dout(m, d.dqkv, 3 * NC) : m.mixed.dout, s.ln_1,
+                                             copy16(m, l, &Bf16Block::ln_1), w.attn_w, N, C, 3 * C); });
         timed(Work::LayerNorm, [&] { norm_backward(c, dx, gw.ln_1_w, gw.ln_1_b, d.dln, x, w.ln_1_w, s.ln_1_mean,
                                                    s.ln_1_rstd, N, C); });
     }
