@@ -2,6 +2,7 @@
 #include "lib/kernels/matmul_bf16.h"
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -77,17 +78,18 @@ struct Key {
     char kind;
     int M, N, K, lda, ldb, ldc;
     float alpha, beta;
+    bool bias;
     int threads;
     bool operator==(const Key& o) const {
         return kind == o.kind && M == o.M && N == o.N && K == o.K && lda == o.lda && ldb == o.ldb &&
-               ldc == o.ldc && alpha == o.alpha && beta == o.beta && threads == o.threads;
+               ldc == o.ldc && alpha == o.alpha && beta == o.beta && bias == o.bias && threads == o.threads;
     }
 };
 
 struct Product {
     Key key;
     dnnl::matmul prim;
-    dnnl::memory src, wei, dst, scratch;
+    dnnl::memory src, wei, dst, bias, scratch;
     std::vector<uint8_t> scratch_buf;  // the primitive's scratchpad, ours (user mode)
 };
 
@@ -130,12 +132,15 @@ Product* make_product(const Key& k) {
         ops.append_sum(k.beta);
         attr.set_post_ops(ops);
     }
-    auto* p = new Product{k, {}, {}, {}, {}, {}, {}};
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine());
+    auto* p = new Product{k, {}, {}, {}, {}, {}, {}, {}};
+    const dnnl::memory::desc bias_md(dims{1, N}, dt::f32, dims{N, 1});  // one row, added to every row of c
+    const dnnl::matmul::primitive_desc pd(
+        k.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md), attr, engine());
     p->prim = dnnl::matmul(pd);
     p->src = dnnl::memory(a_md, engine(), nullptr);
     p->wei = dnnl::memory(b_md, engine(), nullptr);
     p->dst = dnnl::memory(c_md, engine(), nullptr);
+    if (k.bias) p->bias = dnnl::memory(bias_md, engine(), nullptr);
     p->scratch_buf.resize(pd.scratchpad_desc().get_size() + 64);
     p->scratch = dnnl::memory(pd.scratchpad_desc(), engine(), p->scratch_buf.data());
     return p;
@@ -153,20 +158,22 @@ Product* find_product(const Key& k) {
 // still allocates a little inside each call: it copies the argument list into a hash map and
 // makes an execution context (a few small blocks, freed before it returns; the data and its
 // scratchpad are ours).
-void run_onednn(char kind, float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
-                float alpha, float beta) {
+void run_onednn(char kind, float* c, const bf16* a, const bf16* b, const float* bias, int M, int N, int K, int lda,
+                int ldb, int ldc, float alpha, float beta) {
     const bool nested = omp_in_parallel();
-    const Key key{kind, M, N, K, lda, ldb, ldc, alpha, beta, nested ? 1 : omp_get_max_threads()};
+    const Key key{kind, M, N, K, lda, ldb, ldc, alpha, beta, bias != nullptr, nested ? 1 : omp_get_max_threads()};
     Product* p = find_product(key);
     static thread_local dnnl::stream stream(engine());  // this thread's own, as its products
     dnnl_memory_set_data_handle_v2(p->src.get(), const_cast<bf16*>(a), stream.get());
     dnnl_memory_set_data_handle_v2(p->wei.get(), const_cast<bf16*>(b), stream.get());
     dnnl_memory_set_data_handle_v2(p->dst.get(), c, stream.get());
+    if (bias) dnnl_memory_set_data_handle_v2(p->bias.get(), const_cast<float*>(bias), stream.get());
     const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, p->src.get()},
                                     {DNNL_ARG_WEIGHTS, p->wei.get()},
                                     {DNNL_ARG_DST, p->dst.get()},
-                                    {DNNL_ARG_SCRATCHPAD, p->scratch.get()}};
-    const dnnl_status_t s = dnnl_primitive_execute(p->prim.get(), stream.get(), 4, args);
+                                    {DNNL_ARG_SCRATCHPAD, p->scratch.get()},
+                                    {DNNL_ARG_BIAS, bias ? p->bias.get() : nullptr}};
+    const dnnl_status_t s = dnnl_primitive_execute(p->prim.get(), stream.get(), bias ? 5 : 4, args);
     check(s == dnnl_success, "oneDNN's bf16 matmul failed (status {})", int(s));
     dnnl_stream_wait(stream.get());
 }
@@ -178,7 +185,7 @@ static void matmul_bf16(char kind, float* c, const bf16* a, const bf16* b, int M
                         int ldc, float alpha, float beta) {
 #ifdef HANDGRAD_ONEDNN
     if (matmul_bf16_backend() == Bf16Backend::OneDNN)
-        return run_onednn(kind, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+        return run_onednn(kind, c, a, b, nullptr, M, N, K, lda, ldb, ldc, alpha, beta);
 #endif
     if (kind == 'T') {
         const float* wa = widened(t_wide_a, a, M, K, lda);
@@ -195,6 +202,15 @@ static void matmul_bf16(char kind, float* c, const bf16* a, const bf16* b, int M
 void matmul_bf16_nt(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
                     float alpha, float beta) {
     matmul_bf16('T', c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+}
+void matmul_bf16_nt_bias(float* c, const bf16* a, const bf16* b, const float* bias, int M, int N, int K, int lda,
+                         int ldb, int ldc) {
+#ifdef HANDGRAD_ONEDNN
+    if (matmul_bf16_backend() == Bf16Backend::OneDNN)
+        return run_onednn('T', c, a, b, bias, M, N, K, lda, ldb, ldc, 1.0f, 0.0f);
+#endif
+    for (int m = 0; m < M; m++) std::memcpy(c + size_t(m) * ldc, bias, sizeof(float) * size_t(N));
+    matmul_bf16('T', c, a, b, M, N, K, lda, ldb, ldc, 1.0f, 1.0f);
 }
 void matmul_bf16_nn(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
                     float alpha, float beta) {

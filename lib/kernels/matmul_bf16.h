@@ -28,6 +28,11 @@ namespace hg {
 
 void matmul_bf16_nt(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
                     float alpha, float beta);
+// c(M,N) = a(M,K) · b(N,K)ᵀ + bias(N) on every row: a linear layer's forward. oneDNN adds the
+// bias as it writes c (one pass over c); the widening path copies it into c first and adds the
+// product onto it (β = 1).
+void matmul_bf16_nt_bias(float* c, const bf16* a, const bf16* b, const float* bias, int M, int N, int K, int lda,
+                         int ldb, int ldc);
 void matmul_bf16_nn(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
                     float alpha, float beta);
 void matmul_bf16_tn(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,

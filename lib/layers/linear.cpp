@@ -94,10 +94,11 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
 void linear_forward_bf16(float* out, const bf16* inp16, const bf16* weight16, const float* bias, int N, int C,
                          int OC) {
     linear_check_sizes(N, C, OC);
-    if (bias)
-        for (int n = 0; n < N; n++) std::memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
     // out = inp16 · weight16ᵀ (+ bias): one product, threaded by the backend itself
-    matmul_bf16_nt(out, inp16, weight16, N, OC, C, C, C, OC, 1.0f, bias ? 1.0f : 0.0f);
+    if (bias)
+        matmul_bf16_nt_bias(out, inp16, weight16, bias, N, OC, C, C, C, OC);
+    else
+        matmul_bf16_nt(out, inp16, weight16, N, OC, C, C, C, OC, 1.0f, 0.0f);
 }
 
 void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* dout16,
