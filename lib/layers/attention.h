@@ -52,8 +52,9 @@ void attention_backward_fused(float* dqkv, float* scratch, const float* dout, co
 // pair: out, att and dqkv written (=), nothing added to; the same scratch. out16 (B·T, C) and
 // dqkv16 (B·T, 3C), when not null, also get out and dqkv rounded to bf16, for the next product
 // (lib/layers/linear.h): each head's part as soon as it is final, while it is in cache.
-//   rounded to bf16   q, k and v (once per head, for every row block), P = dropout(att) for out =
-//                     P·v and for dv += Pᵀ·dout, dout, and dS for dq = dS·k and dk += dSᵀ·q;
+//   rounded to bf16   q, k and v (once per pass, for every head and row block), P = dropout(att)
+//                     for out = P·v and for dv += Pᵀ·dout, dout, and dS for dq = dS·k and
+//                     dk += dSᵀ·q;
 //   kept in float     the scores and the softmax, att (the stored probabilities, which the
 //                     backward's Jacobian reads and P is formed from again), dP and the
 //                     softmax's backward. The scores leave the product in float: e^(s+δ) =

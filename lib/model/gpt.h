@@ -142,9 +142,11 @@ struct BackwardScratch {
 };
 
 // Mixed precision (dtype bfloat16, float models only; gpt_use_bf16): the bf16 numbers the
-// products read. The float weights, gradients, activations and scratch above stay as they are;
-// these are extra, allocated only when bf16 is on. Each linear layer's input is rounded once in
-// the forward and kept, because the backward's dW = doutᵀ·inp reads it again. Attention's
+// products read. The float weights, gradients, activations and scratch above stay as they are,
+// but for the norms' outputs and fc_act, which LayerNorm and GELU then write in bf16 only (the
+// products are their only readers; gpt_passes.cpp); these are extra, allocated only when bf16 is
+// on. Each linear layer's input is rounded once in the forward, by the layer that writes it, and
+// kept, because the backward's dW = doutᵀ·inp reads it again. Attention's
 // products take bf16 inputs too (lib/layers/attention.h), from one working space for all blocks.
 struct Bf16Block {
     bf16* ln_1;    // (N, C)  c_attn's input
