@@ -74,14 +74,13 @@ static void print_products(const std::vector<MatmulCall>& calls, int threads) {
                    m.count);
         MatmulCall one = m;
         one.count = 1;
-        for (MatmulBackend b : matmul_backends()) {
-            const double ms = time_matmul_calls({one}, b, threads) * (m.nested ? threads : 1);
-            fmt::print(" {:>9.1f}", 2.0 * m.M * m.N * double(m.K) / ms / 1e6);
-        }
+        for (double ms : time_matmul_calls({one}, matmul_backends(), threads))
+            fmt::print(" {:>9.1f}", 2.0 * m.M * m.N * double(m.K) / (ms * (m.nested ? threads : 1)) / 1e6);
         fmt::print("\n");
     }
     fmt::print("ms per step:");
-    for (MatmulBackend b : matmul_backends()) fmt::print(" {} {:.3f};", to_string(b), time_matmul_calls(calls, b, threads));
+    const std::vector<double> ms = time_matmul_calls(calls, matmul_backends(), threads);
+    for (size_t i = 0; i < ms.size(); i++) fmt::print(" {} {:.3f};", to_string(matmul_backends()[i]), ms[i]);
     fmt::print("\n");
 }
 

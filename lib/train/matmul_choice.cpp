@@ -93,9 +93,11 @@ static size_t a_size(const MatmulCall& m) { return size_t(m.form == 'T' ? m.K : 
 static size_t b_size(const MatmulCall& m) { return size_t(m.form == 't' ? m.N : m.K) * m.ldb; }
 static size_t c_size(const MatmulCall& m) { return size_t(m.M) * m.ldc; }
 
-// Seconds of one run of `m` (one per thread side by side when it was nested): the best of a
-// few after a first, fewer for long calls.
-static double time_call(const MatmulCall& m, int threads) {
+// Seconds of one run of `m` (one per thread side by side when it was nested) with each of
+// `backends`: the best of a few runs after a first, fewer for long calls. The backends take
+// turns run by run, so a machine whose speed drifts while it measures (a VM's does, by tens of
+// percent within minutes) slows them alike, instead of whichever was timed last.
+static std::vector<double> time_call(const MatmulCall& m, const std::vector<MatmulBackend>& backends, int threads) {
     const int copies = m.nested ? threads : 1;
     std::vector<Arena<float>> a(copies), b(copies), c(copies);
     for (int t = 0; t < copies; t++) {
@@ -104,31 +106,40 @@ static double time_call(const MatmulCall& m, int threads) {
         for (size_t i = 0; i < b[t].size(); i++) b[t].data()[i] = float(i % 5) * 0.01f;
         c[t].zero();
     }
-    const auto run = [&] {
-        if (!m.nested) return matmul_run(m, c[0].data(), a[0].data(), b[0].data());
-#pragma omp parallel num_threads(copies)
-        {
-            const int t = omp_get_thread_num();
-            matmul_run(m, c[t].data(), a[t].data(), b[t].data());
-        }
-    };
-    run();
-    double best = 1e30, total = 0;
-    for (int rep = 0; rep < 20 && (rep < 2 || total < 0.005); rep++) {
+    const auto run = [&](MatmulBackend backend) {
+        matmul_use(backend);
         const auto t0 = std::chrono::steady_clock::now();
-        run();
-        const double s = seconds_since(t0);
-        best = std::min(best, s), total += s;
-        if (s > 0.05) break;  // a long call: one timed run is enough
-    }
-    return best / copies;
+        if (!m.nested) {
+            matmul_run(m, c[0].data(), a[0].data(), b[0].data());
+        } else {
+#pragma omp parallel num_threads(copies)
+            {
+                const int t = omp_get_thread_num();
+                matmul_run(m, c[t].data(), a[t].data(), b[t].data());
+            }
+        }
+        return seconds_since(t0);
+    };
+    for (MatmulBackend backend : backends) run(backend);
+    std::vector<double> best(backends.size(), 1e30);
+    double total = 0, longest = 0;
+    for (int rep = 0; rep < 20 && (rep < 2 || total < 0.005 * backends.size()) && longest <= 0.05; rep++)
+        for (size_t i = 0; i < backends.size(); i++) {
+            const double s = run(backends[i]);
+            best[i] = std::min(best[i], s), total += s, longest = std::max(longest, s);
+        }  // a long call: one timed run of each is enough
+    for (double& s : best) s /= copies;
+    return best;
 }
 
-double time_matmul_calls(const std::vector<MatmulCall>& calls, MatmulBackend backend, int threads) {
+std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,
+                                      int threads) {
     const MatmulBackend before = matmul_current();
-    matmul_use(backend);
-    double ms = 0;
-    for (const MatmulCall& m : calls) ms += 1000 * double(m.count) * time_call(m, threads);
+    std::vector<double> ms(backends.size(), 0.0);
+    for (const MatmulCall& m : calls) {
+        const std::vector<double> s = time_call(m, backends, threads);
+        for (size_t i = 0; i < backends.size(); i++) ms[i] += 1000 * double(m.count) * s[i];
+    }
     matmul_use(before);
     return ms;
 }
@@ -207,7 +218,8 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
         c.why = "auto: the step makes no float products (its products are bf16), so the first";
         return c;
     }
-    for (MatmulBackend b : all) c.ms.push_back(dist_mean(dist, time_matmul_calls(recorded, b, threads)));
+    c.ms = time_matmul_calls(recorded, all, threads);
+    for (double& ms : c.ms) ms = dist_mean(dist, ms);
     c.backend = all[std::min_element(c.ms.begin(), c.ms.end()) - c.ms.begin()];
     c.seconds = dist_mean(dist, seconds_since(t0));
     const bool remember = choice_worth_remembering(c.ms, c.seconds);

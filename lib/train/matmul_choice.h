@@ -48,10 +48,12 @@ struct MatmulChoice {
 // The products `work` makes when run once, each distinct call with its count.
 std::vector<MatmulCall> record_matmuls(const std::function<void()>& work);
 
-// The time in ms `calls` take with `backend` on `threads` threads: each distinct call timed
-// (the best of a few runs after a first), times its count; calls recorded inside a parallel
-// region are timed that way, one per thread side by side, so they count 1/threads each.
-double time_matmul_calls(const std::vector<MatmulCall>& calls, MatmulBackend backend, int threads);
+// The time in ms `calls` take with each of `backends` on `threads` threads: each distinct call
+// timed (the best of a few runs after a first, the backends taking turns run by run), times its
+// count; calls recorded inside a parallel region are timed that way, one per thread side by
+// side, so they count 1/threads each.
+std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,
+                                      int threads);
 
 // The calls of one training micro-step of `config` with `train`'s batch and batch threads,
 // recorded on models of one and two blocks and carried to config.n_layer.
