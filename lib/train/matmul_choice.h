@@ -3,8 +3,8 @@
 //
 // auto measures, never guesses: it records the products one step of the run's own model makes
 // (every call with its form, sizes, strides and beta, and how often), times each distinct call
-// with each backend on this machine and these threads, and takes the backend whose calls add
-// up to less time. Recording a step of a deep model would cost the step itself, so the step is
+// with each backend on this machine and these threads (the backends taking turns, run by run),
+// and takes the backend whose calls add up to less time. Recording a step of a deep model would cost the step itself, so the step is
 // recorded on models of their own with one block and with two, and each call's count carried
 // to n_layer blocks (every block makes the same calls, so this is exact). The timing runs each
 // distinct call a few times, not the whole step: under a second for the course model, a few
