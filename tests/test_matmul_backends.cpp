@@ -332,6 +332,21 @@ TEST_CASE("auto: the faster backend on the recorded products, remembered per mac
         CHECK(std::count(line.begin(), line.end(), ' ') == int(matmul_backends().size()));
 }
 
+TEST_CASE("timing products: one time per backend asked for, in its order, and the backend in use left as it was",
+          "[matmul]") {
+    MatmulCall big, small;
+    big.form = 't', big.M = 96, big.N = 64, big.K = 128, big.lda = 128, big.ldb = 128, big.ldc = 64, big.count = 3;
+    small = big, small.M = 8, small.count = 1;
+    const MatmulBackend before = matmul_current();
+    const std::vector<MatmulBackend> all = matmul_backends();
+    const std::vector<double> ms = time_matmul_calls({big, small}, all, 1);
+    REQUIRE(ms.size() == all.size());
+    for (double t : ms) CHECK(t > 0);
+    CHECK(matmul_current() == before);
+    CHECK(time_matmul_calls({small}, {all.back()}, 1).size() == 1);
+    CHECK(matmul_current() == before);
+}
+
 TEST_CASE("auto remembers only a clear answer: the faster backend at least kClearMargin ahead", "[matmul]") {
     CHECK(choice_is_clear({7.6, 14.9}));
     CHECK(choice_is_clear({14.9, 7.6}));

@@ -123,11 +123,12 @@ static std::vector<double> time_call(const MatmulCall& m, const std::vector<Matm
     for (MatmulBackend backend : backends) run(backend);
     std::vector<double> best(backends.size(), 1e30);
     double total = 0, longest = 0;
+    // At least two turns and 5 ms a backend, at most 20 turns; after a run over 50 ms, one turn.
     for (int rep = 0; rep < 20 && (rep < 2 || total < 0.005 * backends.size()) && longest <= 0.05; rep++)
         for (size_t i = 0; i < backends.size(); i++) {
             const double s = run(backends[i]);
             best[i] = std::min(best[i], s), total += s, longest = std::max(longest, s);
-        }  // a long call: one timed run of each is enough
+        }
     for (double& s : best) s /= copies;
     return best;
 }

@@ -4,11 +4,11 @@
 // auto measures, never guesses: it records the products one step of the run's own model makes
 // (every call with its form, sizes, strides and beta, and how often), times each distinct call
 // with each backend on this machine and these threads (the backends taking turns, run by run),
-// and takes the backend whose calls add up to less time. Recording a step of a deep model would cost the step itself, so the step is
-// recorded on models of their own with one block and with two, and each call's count carried
-// to n_layer blocks (every block makes the same calls, so this is exact). The timing runs each
-// distinct call a few times, not the whole step: under a second for the course model, a few
-// seconds for GPT-2 small. The answer is remembered per machine and shapes when it is clear or
+// and takes the backend whose calls add up to less time. Recording a step of a deep model
+// would cost the step itself, so the step is recorded on models of their own with one block
+// and with two, and each call's count carried to n_layer blocks (every block makes the same
+// calls, so this is exact). The timing runs each distinct call a few times, not the whole
+// step: under a second for the course model, a few seconds for GPT-2 small. The answer is remembered per machine and shapes when it is clear or
 // was long to measure (startup_cache.h says which answers are kept and why; the baby GPT's 39
 // products take ~20 s to time), so the next such run starts at once; a close, quick call is
 // measured again by the next run.
