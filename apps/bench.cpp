@@ -66,7 +66,9 @@ static double peak_rss_mib() {  // VmHWM: the process's peak resident memory
 // parallel regions runs on one thread, one copy per thread side by side, and counts per thread.
 static void print_products(const std::vector<MatmulCall>& calls, int threads) {
     fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}  GFLOP/s:", "form", "M", "N", "K", "beta", "nested", "count");
-    for (MatmulBackend b : matmul_backends()) fmt::print(" {:>9}", to_string(b));
+    const std::vector<MatmulBackend> backends = matmul_backends();
+    std::vector<double> step_ms(backends.size(), 0.0);  // each call's time times its count
+    for (MatmulBackend b : backends) fmt::print(" {:>9}", to_string(b));
     fmt::print("\n");
     for (const MatmulCall& m : calls) {
         const char* form = m.form == 't' ? "nt" : m.form == 'T' ? "tn" : "nn";
@@ -74,13 +76,15 @@ static void print_products(const std::vector<MatmulCall>& calls, int threads) {
                    m.count);
         MatmulCall one = m;
         one.count = 1;
-        for (double ms : time_matmul_calls({one}, matmul_backends(), threads))
-            fmt::print(" {:>9.1f}", 2.0 * m.M * m.N * double(m.K) / (ms * (m.nested ? threads : 1)) / 1e6);
+        const std::vector<double> ms = time_matmul_calls({one}, backends, threads);
+        for (size_t i = 0; i < ms.size(); i++) {
+            fmt::print(" {:>9.1f}", 2.0 * m.M * m.N * double(m.K) / (ms[i] * (m.nested ? threads : 1)) / 1e6);
+            step_ms[i] += double(m.count) * ms[i];
+        }
         fmt::print("\n");
     }
     fmt::print("ms per step:");
-    const std::vector<double> ms = time_matmul_calls(calls, matmul_backends(), threads);
-    for (size_t i = 0; i < ms.size(); i++) fmt::print(" {} {:.3f};", to_string(matmul_backends()[i]), ms[i]);
+    for (size_t i = 0; i < backends.size(); i++) fmt::print(" {} {:.3f};", to_string(backends[i]), step_ms[i]);
     fmt::print("\n");
 }
 

@@ -332,7 +332,7 @@ TEST_CASE("auto: the faster backend on the recorded products, remembered per mac
         CHECK(std::count(line.begin(), line.end(), ' ') == int(matmul_backends().size()));
 }
 
-TEST_CASE("timing products: one time per backend asked for, in its order, and the backend in use left as it was",
+TEST_CASE("timing products: one time per backend asked for, and the backend in use left as it was",
           "[matmul]") {
     MatmulCall big, small;
     big.form = 't', big.M = 96, big.N = 64, big.K = 128, big.lda = 128, big.ldb = 128, big.ldc = 64, big.count = 3;
