@@ -27,7 +27,10 @@ OPT      ?= -O3
 # vector width. The same SIMD target and thread setting give the same bits (lib/kernels/simd.h).
 DEBUG    ?= -g
 CXXFLAGS ?= $(OPT) $(DEBUG) -std=c++17 -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter
-CPPFLAGS += -I. -MMD -MP
+# -MD, not -MMD: the SIMD kernels reach their own headers (bf16-inl.h, map-inl.h, ...) through
+# Highway's <hwy/foreach_target.h>, and -MMD leaves out every header included from a system
+# header, so an edit to one of them would rebuild nothing.
+CPPFLAGS += -I. -MD -MP
 
 # Where the libraries are is asked, never assumed (docs/platforms.md). TRIPLET is the compiler's
 # multiarch name (x86_64-linux-gnu, aarch64-linux-gnu; empty where there is none, as on macOS);
@@ -102,7 +105,7 @@ APPS     := $(APP_SRC:apps/%.cpp=$(BUILD)/%)
 DEB_PKGS := g++ make pkg-config libopenblas-dev libopenblas-openmp-dev libhwy-dev catch2 \
             libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev python3-regex curl ca-certificates
 MPI_PKGS := libopenmpi-dev openmpi-bin
-FUZZ_PKGS := clang libclang-rt-14-dev libomp-14-dev
+FUZZ_PKGS := clang libclang-rt-dev libomp-dev
 
 SHARED_DATA ?= ../shared/data/tinyshakespeare.txt
 DATA        := data/tinyshakespeare/input.txt
@@ -120,7 +123,10 @@ ifeq ($(ONEDNN),1)
   CPPFLAGS += -DHANDGRAD_ONEDNN
   LDLIBS   += -ldnnl
 endif
-$(LIB_OBJ): $(BUILD)/onednn-$(ONEDNN).stamp
+$(LIB_OBJ): $(BUILD)/onednn-$(ONEDNN).stamp $(BUILD)/deps-md.stamp
+# A build whose dependency files were written by -MMD (before -MD) is rebuilt once.
+$(BUILD)/deps-md.stamp:
+	@mkdir -p $(BUILD) && touch $@
 $(BUILD)/onednn-$(ONEDNN).stamp:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/onednn-*.stamp && touch $@
 
@@ -170,11 +176,16 @@ $(BUILD)/libhandgrad.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# An app's object is kept, not removed as an intermediate file, so a rebuild relinks only what changed.
+.SECONDARY: $(APP_SRC:%.cpp=$(BUILD)/obj/%.o)
 $(BUILD)/%: $(BUILD)/obj/apps/%.o $(BUILD)/libhandgrad.a
 	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# Catch2 3 is a compiled library (its pkg-config file names it); Catch2 2 is one header and
+# links nothing (tests/catch.h picks the headers).
+CATCH_LIBS := $(shell $(PKG_CONFIG) --libs catch2 2>/dev/null)
 $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libhandgrad.a
-	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	$(CXX) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(CATCH_LIBS)
 
 # The suite: gradient checks, kernels against their scalar twins, model, training, apps.
 # HANDGRAD_DATA points the tests at tiny Shakespeare, HANDGRAD_GPT2 at the directory with GPT-2's
@@ -542,6 +553,19 @@ test-arm64: build-arm64 data data-gpt2
 	  $(TEST_ENV) HANDGRAD_EXPECT_TARGETS=$$expect HANDGRAD_EXPECT_SVE_BITS=$$w OMP_NUM_THREADS=2 \
 	    $(QEMU_ARM64),sve-default-vector-length=$$(($$w / 8)) ./$(ARM64_BUILD)/tests $(ARM64_WIDE_TESTS) $(TEST_ARGS); \
 	done
+
+# ---------------------------------------------------------------------------------------------
+# The README's set-up on fresh machines: a root of Debian 13 ("trixie", today's stable release)
+# or Debian 12 ("bookworm") made by debootstrap from Debian's own mirror, with only
+# build-essential, git, ca-certificates and sudo in it; this checkout copied in; then `make
+# train` and `make test` run inside it, each installing what is missing as on any new machine
+# (tools/fresh_debian.sh). As root, or through sudo. DEBIAN_GOALS picks the make goals.
+DEBIAN_GOALS ?= train test
+.PHONY: test-debian13 test-debian12
+test-debian13:
+	bash tools/fresh_debian.sh trixie build-debian13/root -- $(DEBIAN_GOALS)
+test-debian12:
+	bash tools/fresh_debian.sh bookworm build-debian12/root -- $(DEBIAN_GOALS)
 
 clean:
 	rm -rf build build-asan build-fuzz build-arm64

@@ -25,6 +25,7 @@
 #include "lib/kernels/simd.h"
 #include "lib/model/count.h"
 #include "lib/model/memory_check.h"
+#include "lib/process/heap.h"
 #include "lib/train/matmul_choice.h"
 #include "lib/train/trainer.h"
 
@@ -89,6 +90,7 @@ static void print_products(const std::vector<MatmulCall>& calls, int threads) {
 }
 
 int main(int argc, char** argv) {
+    keep_heap_top();  // as train does (lib/process/heap.h)
     CLI::App app{"handgrad bench: training-step speed against the sgemm ceiling"};
     ModelFlags model;
     model.add(app);

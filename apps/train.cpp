@@ -40,6 +40,7 @@
 #include "lib/kernels/simd.h"
 #include "lib/model/memory_check.h"
 #include "lib/process/dist.h"
+#include "lib/process/heap.h"
 #include "lib/process/run_lock.h"
 #include "lib/process/stop_signal.h"
 #include "lib/text/char_tokenizer.h"
@@ -222,6 +223,7 @@ int main(int argc, char** argv) {
     flags.add(app);
 
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear at once, even in a log file
+    keep_heap_top();                            // lib/process/heap.h
     Dist dist;
     auto train_main = [&]() -> int {
         // Every rank runs all of this in lockstep; only rank 0 speaks (its stdout, its log.csv).

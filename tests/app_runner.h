@@ -1,7 +1,7 @@
 // app_runner.h — running the built apps from tests: a command's exit status and output,
 // temporary directories, and whole-file reads and writes.
 #pragma once
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

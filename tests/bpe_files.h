@@ -1,6 +1,6 @@
 // bpe_files.h — GPT-2's tokenizer files for the tests, and small byte-level BPE files written to order.
 #pragma once
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>

@@ -9,7 +9,7 @@
 //   check_same_bits_with_1_2_3_threads   results independent of the thread count
 // The worst error of every check is in its INFO message (run with -s to see the passing ones).
 #pragma once
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // model_checks.h — the whole-model gradient check the model tests share.
 #pragma once
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cstring>
 #include <string>

@@ -20,7 +20,7 @@
 //           dz   |dout|  vs the float twin               <= 2   measured 0.96 (1 - t² fused or not)
 //                        vs the double twin              <= 6   measured 2.42 (the float
 //                                                               output's own error in t²)
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cfloat>
 #include <cmath>

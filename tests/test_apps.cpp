@@ -1,7 +1,7 @@
 // The command-line apps end to end: bad input gets one clear "error:" line and a non-zero exit
 // (never a crash or a hang), Ctrl-C saves, a NaN loss keeps the last good checkpoint, and
 // resuming through the app is exact.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

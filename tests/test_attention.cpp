@@ -8,7 +8,7 @@
 //                the double scalar twin (float tolerances documented at each check); causality
 //                bit for bit; the backward never reads the masked upper triangle; large scores
 //                stay finite.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -24,7 +24,7 @@
 // Every step is an upper bound (no first-order terms dropped), so the check is worst ≤ 1. The
 // inputs' u applies to q, k, v and dout; with inputs that are bf16 numbers already, their u is 0
 // and only P's and dS's rounding remains (the widen-vs-oneDNN check uses that).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Every app, every flag, every path: a value that means nothing (NaN, ±inf, negative, zero, absurd)
 // or a path that is missing, a directory, a device or cannot be created gets one "error: ..."
 // line and exit code 1 or 2, never a signal, a hang or a silent default. One table per app.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <filesystem>
 #include <string>

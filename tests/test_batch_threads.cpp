@@ -1,7 +1,7 @@
 // --batch_threads (lib/train/batch_threads.h): the flag's values, the replica setting auto considers,
 // the choice itself, and through the app: a run with auto is, bit for bit, the run with the
 // setting it printed; bad values get one line.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <regex>
 #include <string>

@@ -1,6 +1,6 @@
 // test_bf16.cpp — bf16 rounding (the Highway kernel and its scalar twin on every SIMD target,
 // at the cases that break a careless rounding) and the bf16 products against float and double.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cfloat>
 #include <cmath>

@@ -23,7 +23,7 @@
 // block, P = 2·(4L + 1) = 34.) It is a worst case (every rounding error the same sign, none damped
 // by the layers between); rounding errors of random sign add like √P, and the test prints what
 // it measures: about 0.006–0.008, ≈ √50 · u / 4.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <cstring>

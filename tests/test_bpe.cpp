@@ -2,7 +2,7 @@
 // strings, tiny Shakespeare's token counts, "<|endoftext|>", and decode(encode(x)) == x for
 // random byte strings. (Bad files and the merge order on vocabularies written to order:
 // test_bpe_files.cpp.)
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <string>
 #include <vector>

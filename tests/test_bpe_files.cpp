@@ -1,7 +1,7 @@
 // test_bpe_files.cpp — GPT-2's tokenizer on files written to order: every flaw in encoder.json or
 // vocab.bpe is one clear hg::Error, and the merges follow GPT-2's order exactly, checked against
 // GPT-2's own algorithm (rescan, join every occurrence of the best pair) on random vocabularies.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <climits>

@@ -3,7 +3,7 @@
 // --max_iters run it planned, cut at the iteration where the clock stopped it. The controller
 // (lib/train/budget.h) is driven here with a clock of the test's own; then the app end to end. Also:
 // the training presets, and the flag mistakes a budget invites.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,6 +1,6 @@
 // A run as a file (apps/config_file.h): --config=FILE for every app, flags on the command line
 // over the file, train's out_dir/run.toml replaying its run to the byte, bad files refused.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <filesystem>
 #include <string>

@@ -1,7 +1,7 @@
 // test_data.cpp — reading text, the code-point tokenizer, the train/val split, batches.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

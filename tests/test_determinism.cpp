@@ -7,7 +7,7 @@
 // on AVX2 and AVX-512 and two on SSE4, and a sum over vector lanes depends on the vector width.
 // So no test asserts that two targets agree (or differ); a run resumed under another target
 // must only continue correctly, to float rounding.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Every input of the fuzzers' seed corpora, tests/fuzz/<target>/, replayed through the same
 // checks the fuzzers make (tests/fuzz/targets.h): the seeds, and each input that once broke
 // something, kept there as it was found (its file name says what it broke).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -3,7 +3,7 @@
 // the K / row / column blocks, strides wider than the matrices, alpha ≠ 1, beta 0 over NaN,
 // beta 1 and 0.5), within a derived rounding bound; the check catches a dropped tail; the bits
 // repeat, and do not depend on how matmul.cpp splits c over threads.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <omp.h>
 

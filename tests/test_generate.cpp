@@ -1,6 +1,6 @@
 // test_generate.cpp — the cached forward (lib/model/infer.h) against gpt_forward, and generation with
 // and without the KV cache (lib/model/generate.h): the same logits to float rounding, the same tokens.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // checkpoint records and the mismatches it refuses; bits per character; --init_from=PATH
 // (fine-tuning: weights only, the position table cropped); build/logits; one "error:" line for
 // each kind of bad input.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <cstring>

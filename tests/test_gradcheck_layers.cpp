@@ -3,7 +3,7 @@
 // atol 1e-9), on tiny odd shapes at several input scales with fixed seeds: encoder, LayerNorm,
 // GELU, residual, dropout, linear, cross-entropy; and planted wrong backwards the same checks
 // must reject. Attention's checks are in test_attention.cpp, with the rest of that layer's tests.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

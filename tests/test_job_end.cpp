@@ -2,7 +2,7 @@
 // container runtime or a batch scheduler sends (each saves and exits cleanly, a burst of them
 // too), a second run on the same out_dir (refused while the first holds it), and kill -9 at
 // random moments (the last checkpoint always loads and resumes).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <signal.h>
 

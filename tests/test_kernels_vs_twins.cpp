@@ -12,7 +12,7 @@
 //     (the mean of C = 1000 numbers summed in another order; dinp is scaled by rstd·max|g|)
 //   LayerNorm vs double twin                       <= 1e-6                     measured 3.1e-7
 //   residual, dropout (both passes), encoder: bit-identical to the float twin (one IEEE op each).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cfloat>

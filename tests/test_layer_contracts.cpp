@@ -3,7 +3,7 @@
 // states; bad arguments are an hg::Error naming the bad value; dropout's mask (p = 0 is the
 // identity, about p of the entries dropped, the same mask in both passes, in place too); and the
 // sinusoidal position table against values worked out by hand.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

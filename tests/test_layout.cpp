@@ -2,7 +2,7 @@
 // later in the order docs/design.md states ("core → kernels → ... → train"), every folder is in
 // that order, and the README's map lists the folders in it. Run from the repository root (as
 // make test does).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <filesystem>

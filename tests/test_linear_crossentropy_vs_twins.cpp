@@ -4,7 +4,7 @@
 // attention, results that do not depend on the thread count. Their gradient checks are in
 // test_gradcheck_layers.cpp; the other layers' fast paths are in test_kernels_vs_twins.cpp
 // and test_attention.cpp.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <algorithm>
 #include <cmath>
 #include <vector>

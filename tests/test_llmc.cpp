@@ -1,7 +1,7 @@
 // llm.c's model file and debug state (lib/checkpoint/llmc_model.h, llmc_state.h): written and
 // read back bit for bit, laid out as llm.c lays them out, refused in one line when wrong, and
 // build/llmc's subcommands end to end.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cstring>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // The matmul backends (lib/kernels/matmul.h): OpenBLAS and oneDNN agree to float rounding on
 // every product the model makes, each training run repeats itself bit for bit, and
 // --matmul=auto measures, remembers and says what it chose (lib/train/matmul_choice.h).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <omp.h>
 

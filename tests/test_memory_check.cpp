@@ -1,7 +1,7 @@
 // Refusing a run the memory cannot hold (lib/model/memory_check.h): the need is what the arenas
 // really allocate, and a run over the available memory is refused with the numbers and a
 // batch size that fits.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <string>
 

@@ -1,6 +1,6 @@
 // The whole GPT, verified the way the course verifies it: exact parameter counts, a gradient
 // check of every parameter tensor in double, causality, the initial loss, and bad configs.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // QK-norm, the logit soft cap, zero-initialised projections — verified as the GPT-2 block is
 // (test_model.cpp): a gradient check of every parameter in double, for all of them at once and
 // each alone; causality; the initial loss; exact parameter counts; checkpoints; bad input.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <cstring>

@@ -8,7 +8,7 @@
 //   resume        2 ranks, stop, resume on 2 ranks == one straight run; 1 rank is refused
 //   a dead rank   SIGKILL to rank 1 ends the whole job (no hang), the last checkpoint loads;
 //                 SIGINT to rank 1 alone stops both ranks at one step; an error ends the job
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,6 +1,6 @@
 // Muon (lib/optim/muon.h): the Newton–Schulz band, one step against a plain double reference, planted
 // bugs caught, the groups the tensor table gives, and an exact resume with Muon's momentum.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 // 2 or 3 threads, with either matmul backend, float or bf16 products; the bf16 Newton–Schulz
 // keeps the band widened by muon.h's derived one-step amount, repeats itself bit for bit, and a
 // planted wrong coefficient still leaves the band.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <omp.h>
 

@@ -7,7 +7,7 @@
 // Counting convention: Lesson 14 omits attention biases (its GPT-2 numbers are
 // lesson14_convention(preset("gpt2"))); its FLOPs are 2 × (block parameters + C·V) per token
 // forward, 3 × that for training, and 4·T·C·L for attention scores + mix (lib/model/count.h).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <sys/wait.h>
 

@@ -1,6 +1,6 @@
 // test_optim.cpp — AdamW against hand arithmetic, the Highway kernel against its scalar twin,
 // gradient norm and clipping.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -1,7 +1,7 @@
 // The pictures' data: build/activations writes a checkpoint's attention, logits, causality
 // and residual norms for a prompt as JSON, and they are the model's own numbers; then
 // tools/plot.py (`make plot`) turns a run into its PNGs.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>

@@ -8,7 +8,7 @@
 //   - char's signedness (signed on x86-64, unsigned on ARM): bytes 0x80-0xFF, as char, must
 //     give the same tokens and the same order either way
 //   - the checkpoint's numbers are little-endian on disk, whatever the host
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -2,7 +2,7 @@
 // the tokens build/train --data=FILE makes of the same text (char and GPT-2, cut into many
 // pieces), whatever the thread count; shards and their tails; the val split taken first; and
 // bad input refused with nothing left behind.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <filesystem>
 #include <string>

@@ -2,7 +2,7 @@
 // files, build/train and build/eval read them mapped, exactly as they read the text (the same
 // tensors, the same losses); resuming reads the same batches; nanoGPT's directories both ways;
 // and every flawed token file ends train with one line, exit 1, no checkpoint.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cstring>
 #include <filesystem>

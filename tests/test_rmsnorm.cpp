@@ -14,7 +14,7 @@
 //   vs the float twin   <= 2e-6     measured 5.0e-7 (RMSNorm), 4.6e-7 (QK-norm)
 //   vs the double twin  <= 1e-6     measured 2.2e-7 (RMSNorm), 1.1e-7 (QK-norm)
 // (Σx² of up to 1000 numbers summed in lanes instead of in order; FMA on AVX2 and up.)
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

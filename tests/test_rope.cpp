@@ -13,7 +13,7 @@
 //                with the float table); the same bits with 1, 2 and 3 threads
 //   contract     in place: v keeps its bits, backward ∘ forward is the identity to rounding;
 //                bad sizes are hg::Error
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <vector>

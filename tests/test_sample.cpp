@@ -1,6 +1,6 @@
 // test_sample.cpp — sample_token: greedy, temperature, top-k, and the distribution it draws from.
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <cmath>
 #include <numeric>
 #include <vector>

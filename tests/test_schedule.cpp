@@ -1,5 +1,5 @@
 // test_schedule.cpp — the learning-rate schedule at its corners, and its validation.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <cmath>
 #include <limits>
 #include <string>

@@ -1,8 +1,9 @@
 // test_shards.cpp — token files: llm.c's shard format written and read back, every header
 // field checked, nanoGPT's .bin, the mapped view read as the vector it stands for (windows,
 // batches, the evaluation), and each flawed file refused with one line naming it and the field.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>

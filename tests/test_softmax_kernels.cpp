@@ -6,7 +6,7 @@
 // worst is ~1e-7 relative. They are also checked against the double twin, within the
 // same tolerance, so "agrees with the twin" cannot hide a twin that is itself off.
 // Measured worst (AVX2, SSE4, SSSE3, SCALAR): 3% of the tolerance.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 #include <cmath>
 #include <string>
 #include <vector>

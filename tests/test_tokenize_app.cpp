@@ -1,6 +1,6 @@
 // test_tokenize_app.cpp — build/tokenize end to end: ids out, text back byte for byte, the char
 // tokenizer's two vocabulary sources, and one "error:" line for every kind of bad input.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <string>
 

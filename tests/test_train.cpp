@@ -1,5 +1,5 @@
 // Training: gradient accumulation, the overfit smoke test, exact resume, checkpoint round trips.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // TrainConfig's JSON (lib/train/train_config.h): every field survives the round trip; the keys
 // present override a base; a wrong type is named; and the app's checkpoints record it.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 // The training loop's policy (lib/train/train_loop.h), driven in-process: when it evaluates, saves,
 // logs and stops, on an interrupt and on a non-finite loss.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <string>

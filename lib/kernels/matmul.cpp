@@ -1,4 +1,4 @@
-// matmul.cpp — the products on OpenBLAS's cblas_sgemm, oneDNN's dnnl_sgemm or our gemm (see matmul.h).
+// matmul.cpp — the products on OpenBLAS's cblas_sgemm, oneDNN's matmul primitive or our gemm (see matmul.h).
 #include "lib/kernels/matmul.h"
 
 #include <cblas.h>
@@ -8,12 +8,9 @@
 #include <atomic>
 #include <mutex>
 
-#ifdef HANDGRAD_ONEDNN
-#include <oneapi/dnnl/dnnl.h>
-#endif
-
 #include "lib/core/errors.h"
 #include "lib/kernels/gemm.h"
+#include "lib/kernels/onednn_matmul.h"
 
 namespace hg {
 
@@ -36,15 +33,14 @@ static void record(char form, int M, int N, int K, int lda, int ldb, int ldc, fl
     sink->push_back(c);
 }
 
-// A single-threaded sgemm with dnnl_sgemm's / gemm's arguments (row-major, ta/tb transposes).
+// A single-threaded sgemm with gemm's arguments (row-major, ta/tb transposes).
 using Sgemm = void (*)(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda,
                        int ldb, int ldc, float alpha, float beta);
 
 // Outside our parallel regions a product is split here, over the process's threads, into
 // blocks of rows of c (or of columns, when c is wider than tall), each one single-threaded
-// call: dnnl_sgemm threading a call itself allocates through operator new on every call, and a
-// step must not. The split is fixed by the thread count, so a thread setting gives the same
-// bits every time.
+// call. The split is fixed by the thread count, so a thread setting gives the same bits every
+// time.
 static void split_product(Sgemm run, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N,
                           int K, int lda, int ldb, int ldc, float alpha, float beta) {
     const int threads = omp_in_parallel() ? 1 : std::min(omp_get_max_threads(), std::max(M, N) / 16);
@@ -63,11 +59,11 @@ static void split_product(Sgemm run, bool ta, bool tb, float* c, const float* a,
 }
 
 #ifdef HANDGRAD_ONEDNN
-// dnnl_sgemm, row-major like the C BLAS interface; its status can only be a bad argument, which
-// the layers' own size checks rule out before they get here.
+// oneDNN's matmul primitive on float inputs (onednn_matmul.h).
 static void onednn_sgemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda,
                          int ldb, int ldc, float alpha, float beta) {
-    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (K <= 0) return gemm(ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);  // no terms: c = beta·c
+    onednn_matmul(OneDnnInput::F32, ta, tb, c, a, b, nullptr, M, N, K, lda, ldb, ldc, alpha, beta);
 }
 #endif
 

@@ -1,4 +1,4 @@
-// matmul.h — the one place the products go through: OpenBLAS's cblas_sgemm, oneDNN's dnnl_sgemm,
+// matmul.h — the one place the products go through: OpenBLAS's cblas_sgemm, oneDNN's matmul primitive,
 // or our own Highway sgemm (lib/kernels/gemm.h).
 //
 // Three products cover every matmul of a transformer, forward and backward. The names say
@@ -22,10 +22,10 @@
 // bit for bit with any backend, never across them. All run single-threaded inside our own
 // parallel regions (attention's heads, batch threads) and split a product over the process's
 // threads outside them (OpenBLAS by its own plan, oneDNN and Highway by blocks of rows or
-// columns of c, matmul.cpp). None allocates through C++'s operator new in a step; the libraries
-// take a workspace from malloc inside some calls (dnnl_sgemm its packing buffer on every call,
-// OpenBLAS when it threads a product), which glibc serves from its free lists once the first
-// step has warmed them; Highway packs on the stack.
+// columns of c, matmul.cpp). OpenBLAS and Highway allocate nothing through C++'s operator new
+// in a step (OpenBLAS takes a workspace from malloc when it threads a product, which glibc
+// serves from its free lists once the first step has warmed them; Highway packs on the stack);
+// oneDNN makes a few small blocks inside every call (onednn_matmul.h says which and how big).
 #pragma once
 #include <string>
 #include <vector>

@@ -10,11 +10,10 @@
 // which the caller did (bf16_round). c stays float, so β = 1 adds into a float gradient.
 //
 // Two ways to run them, picked once per process (matmul_bf16_backend):
-//   onednn  oneDNN's matmul primitive with bf16 source and weights and a float destination,
-//           when the build has oneDNN (HANDGRAD_ONEDNN) and the CPU has the AVX512_BF16
-//           dot-product instructions. One primitive per shape and thread count in each
-//           calling thread's own list, made on first use and kept (the first training step
-//           makes them all).
+//   onednn  oneDNN's matmul primitive with bf16 source and weights and a float destination
+//           (onednn_matmul.h), when the build has oneDNN (HANDGRAD_ONEDNN) and the CPU has
+//           the AVX512_BF16 dot-product instructions. The first training step makes the
+//           primitives; later steps reuse them.
 //   widen   everywhere else: the bf16 inputs widened back to float (exactly) and the float
 //           products of matmul.h run on them. The same numbers up to the order of the float
 //           sums, at the speed of the float path plus the widening: bf16 then changes the

@@ -65,13 +65,15 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
     // OpenBLAS runs single-threaded inside a parallel region and cannot be handed a team of
     // threads per product; so then, and on one thread, the products run one after the other,
     // each threaded by OpenBLAS.
+    // Thread 0 always takes term 1 and thread 1 term 2 (not OpenMP sections, which hand them out
+    // in whatever order the threads arrive): a thread keeps the products it ran in the first step,
+    // and oneDNN's primitives, made per calling thread on first use, are then all made there.
     if (omp_get_max_threads() == 2 && dinp && !omp_in_parallel()) {
-#pragma omp parallel sections num_threads(2)
+#pragma omp parallel num_threads(2)
         {
-#pragma omp section
-            matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 0.0f);  // term 1
-#pragma omp section
-            {
+            const int t = omp_get_thread_num(), last = omp_get_num_threads() - 1;  // a team of 1 does both
+            if (t == 0) matmul_nn(dinp, dout, weight, N, C, OC, OC, C, C, 1.0f, 0.0f);  // term 1
+            if (t == last) {
                 matmul_tn(dweight, dout, inp, OC, C, N, OC, C, C, 1.0f, 1.0f);  // term 2
                 if (dbias) bias_backward(dbias, dout, N, OC);                    // term 3
             }
