@@ -1,6 +1,7 @@
-// bf16-inl.h — one vector of floats rounded to bf16 and stored (the rule is in bf16.h), for the
-// Highway kernels that write bf16: bf16_round (bf16.cpp) and AdamW's update, which writes each
-// weight's bf16 copy as it writes the weight (adamw.cpp). Included inside a kernel file's
+// bf16-inl.h — one vector of floats rounded to bf16 (the rule is in bf16.h), stored or kept in
+// 32-bit lanes, for the Highway kernels that write bf16: bf16_round (bf16.cpp), AdamW's update,
+// which writes each weight's bf16 copy as it writes the weight (adamw.cpp), and the flash
+// attention's bf16 operands (flash_attention_kernels.cpp). Included inside a kernel file's
 // per-target code; the guard lets foreach_target.h include it once per target.
 #if defined(HANDGRAD_KERNELS_BF16_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HANDGRAD_KERNELS_BF16_INL_H_
@@ -17,21 +18,26 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// out[0 .. Lanes(df)) = bf16_from_float of x's lanes: integer operations only, so every target
-// gives the scalar twin's bits.
+// The bf16 of each lane of x (bf16_from_float), in the low 16 bits of a 32-bit lane, the high 16
+// bits 0: integer operations only, so every target gives the scalar twin's bits.
 template <class DF>
-HWY_INLINE void StoreBf16(DF df, hn::Vec<DF> x, bf16* out) {
-    const hn::RebindToUnsigned<DF> du;               // u32 lanes
-    const hn::RebindToSigned<DF> di;                 // i32 lanes
-    const hn::Rebind<uint16_t, decltype(di)> d16;    // as many u16 lanes
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Bf16Bits(DF /*df*/, hn::Vec<DF> x) {
+    const hn::RebindToUnsigned<DF> du;  // u32 lanes
     const auto b = hn::BitCast(du, x);
     const auto top = hn::ShiftRight<16>(b);
     const auto rounded =
         hn::ShiftRight<16>(hn::Add(hn::Add(b, hn::Set(du, 0x7FFFu)), hn::And(top, hn::Set(du, 1u))));
     const auto nan = hn::RebindMask(du, hn::IsNaN(x));
-    const auto r = hn::IfThenElse(nan, hn::Or(top, hn::Set(du, 0x0040u)), rounded);
-    // Every lane is ≤ 0xFFFF now, so the saturating i32 → u16 narrowing is exact.
-    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out);
+    return hn::IfThenElse(nan, hn::Or(top, hn::Set(du, 0x0040u)), rounded);
+}
+
+// out[0 .. Lanes(df)) = bf16_from_float of x's lanes.
+template <class DF>
+HWY_INLINE void StoreBf16(DF df, hn::Vec<DF> x, bf16* out) {
+    const hn::RebindToSigned<DF> di;                 // i32 lanes
+    const hn::Rebind<uint16_t, decltype(di)> d16;    // as many u16 lanes
+    // Every lane is ≤ 0xFFFF, so the saturating i32 → u16 narrowing is exact.
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, Bf16Bits(df, x))), d16, out);
 }
 
 }  // namespace hg::HWY_NAMESPACE

@@ -1,0 +1,590 @@
+// flash_attention_kernels.cpp — Highway implementations of flash_attention_kernels.h, compiled for
+// every target by foreach_target.h. The header maps the steps here to the derivation's F1–F4, B0–B4.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "lib/kernels/flash_attention_kernels.cpp"
+#include <hwy/foreach_target.h>  // re-includes this file once per target
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "lib/kernels/bf16-inl.h"
+#include "lib/kernels/flash_attention_kernels.h"
+#include "lib/kernels/peak.h"  // cpu_has_bf16_dot
+
+// ---- the working space of one call, the same on every target ------------------------------------
+#ifndef HG_FLASH_SPACE
+#define HG_FLASH_SPACE
+namespace hg::flash_space {
+constexpr int kTile = kFlashTile;
+// hs padded to a whole number of vectors (at most 16 lanes here): the products' columns.
+inline int PadHs(int hs) { return (hs + 15) / 16 * 16; }
+// T padded to whole tiles: the transposed k and v are zero past T, so the last tile's products
+// read zeros there.
+inline int PadT(int T) { return (T + kTile - 1) / kTile * kTile; }
+
+// Hands out consecutive regions of a thread's slice, each a whole number of 64-byte lines; with a
+// null base it only counts. A bf16 operand region holds pairs, one 32-bit number per two bf16.
+struct Carve {
+    float* base;
+    size_t used = 0;
+    float* floats(size_t n) {
+        float* p = base ? base + used : nullptr;
+        used += (n + 15) / 16 * 16;
+        return p;
+    }
+    uint32_t* pairs(size_t n) { return reinterpret_cast<uint32_t*>(floats(n)); }
+};
+
+// The forward's regions. Float: kt (hs, Tp) = kᵀ, vp (Tp, hsp) = v. bf16: q16 (Tp, hsp/2) = q's rows
+// in pairs along hs, kt2 (hsp/2, Tp) = k in pairs along hs, transposed, v2 (Tp/2, hsp) = v in pairs
+// along rows, p16 (tile, tile/2) = a tile's P̃ in pairs along keys. Both: s (tile, tile) the scores
+// and then P̃ in float, o (tile, hsp) the output's sums, m and l (tile) the running max and sum.
+struct ForwardSpace {
+    float *kt, *vp, *s, *o, *m, *l;
+    uint32_t *q16, *kt2, *v2, *p16;
+};
+inline ForwardSpace forward_space(Carve& c, int T, int hs, bool bf16) {
+    const size_t Tp = PadT(T), hsp = PadHs(hs), tile = kTile;
+    ForwardSpace f{};
+    if (bf16) {
+        f.q16 = c.pairs(Tp * hsp / 2), f.kt2 = c.pairs(hsp / 2 * Tp), f.v2 = c.pairs(Tp / 2 * hsp);
+        f.p16 = c.pairs(tile * tile / 2);
+    } else {
+        f.kt = c.floats(size_t(hs) * Tp), f.vp = c.floats(Tp * hsp);
+    }
+    f.s = c.floats(tile * tile), f.o = c.floats(tile * hsp), f.m = c.floats(tile), f.l = c.floats(tile);
+    return f;
+}
+
+// The backward's regions. Float: kt, vt (hs, Tp) = kᵀ, vᵀ; qp, kp, dop (Tp, hsp) = q, k, dout. bf16:
+// q16, do16 (Tp, hsp/2) in pairs along hs; kt2, vt2 (hsp/2, Tp) k, v in pairs along hs, transposed;
+// q2, k2, do2 (Tp/2, hsp) in pairs along rows; of a tile, pd2, ds2 (tile/2, tile) P̃ and dS in pairs
+// along rows and ds16 (tile, tile/2) dS in pairs along keys. Both: D (Tp); of a tile, p (tile, tile)
+// the probabilities, pd (tile, tile) P̃ (with dropout), dp (tile, tile) dP, then dA, then dS; dq
+// (Tp, hsp), dk, dv (tile, hsp) the gradients' sums.
+struct BackwardSpace {
+    float *kt, *vt, *qp, *kp, *dop, *D, *p, *pd, *dp, *dq, *dk, *dv;
+    uint32_t *q16, *do16, *kt2, *vt2, *q2, *k2, *do2, *pd2, *ds2, *ds16;
+};
+inline BackwardSpace backward_space(Carve& c, int T, int hs, bool bf16) {
+    const size_t Tp = PadT(T), hsp = PadHs(hs), tile = kTile;
+    BackwardSpace g{};
+    if (bf16) {
+        g.q16 = c.pairs(Tp * hsp / 2), g.do16 = c.pairs(Tp * hsp / 2);
+        g.kt2 = c.pairs(hsp / 2 * Tp), g.vt2 = c.pairs(hsp / 2 * Tp);
+        g.q2 = c.pairs(Tp / 2 * hsp), g.k2 = c.pairs(Tp / 2 * hsp), g.do2 = c.pairs(Tp / 2 * hsp);
+        g.pd2 = c.pairs(tile / 2 * tile), g.ds2 = c.pairs(tile / 2 * tile), g.ds16 = c.pairs(tile * tile / 2);
+    } else {
+        g.kt = c.floats(size_t(hs) * Tp), g.vt = c.floats(size_t(hs) * Tp);
+        g.qp = c.floats(Tp * hsp), g.kp = c.floats(Tp * hsp), g.dop = c.floats(Tp * hsp);
+    }
+    g.D = c.floats(Tp), g.p = c.floats(tile * tile), g.pd = c.floats(tile * tile), g.dp = c.floats(tile * tile);
+    g.dq = c.floats(Tp * hsp), g.dk = c.floats(tile * hsp), g.dv = c.floats(tile * hsp);
+    return g;
+}
+}  // namespace hg::flash_space
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace hg::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using namespace hg::flash_space;
+
+// At most 16 lanes: a tile of 64 keys and a padded head are whole vectors on every target. SVE's
+// vectors can be wider; there the first 512 bits are used.
+using D = hn::CappedTag<float, 16>;
+using DU = hn::RebindToUnsigned<D>;
+using V = hn::Vec<D>;
+using VU = hn::Vec<DU>;
+
+// ---- the products -------------------------------------------------------------------------------
+// c (rows × N) = or += a (rows × K) · b (K × N): kMR rows of c by kNV vectors of columns in
+// registers (16 of AVX-512's, NEON's and SVE's 32; 8 of AVX2's and SSE's 16), per k one number of
+// each row of a broadcast and kNV vectors of b's row k loaded.
+constexpr int kMR = 4;
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || (HWY_ARCH_ARM && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR)
+constexpr int kNV = 4;
+#else
+constexpr int kNV = 2;
+#endif
+
+// A step of a product, c += a·b, for one number type of the operands.
+struct FloatStep {  // float operands
+    using E = float;
+    static HWY_INLINE V Bcast(const float* a) { return hn::Set(D(), *a); }
+    static HWY_INLINE V Load(const float* b) { return hn::LoadU(D(), b); }
+    static HWY_INLINE V Fma(V a, V b, V c) { return hn::MulAdd(a, b, c); }
+};
+struct WidenStep {  // bf16 pairs, widened to float: c += a_odd·b_odd, then c += a_even·b_even
+    using E = uint32_t;
+    static HWY_INLINE VU Bcast(const uint32_t* a) {
+        uint32_t x;
+        std::memcpy(&x, a, sizeof x);  // the region is written as bf16 too: read it as bytes
+        return hn::Set(DU(), x);
+    }
+    static HWY_INLINE VU Load(const uint32_t* b) { return hn::LoadU(DU(), b); }
+    static HWY_INLINE V Fma(VU a, VU b, V c) {
+        const D d;
+        const VU high = hn::Set(DU(), 0xFFFF0000u);
+        c = hn::MulAdd(hn::BitCast(d, hn::And(a, high)), hn::BitCast(d, hn::And(b, high)), c);
+        return hn::MulAdd(hn::BitCast(d, hn::ShiftLeft<16>(a)), hn::BitCast(d, hn::ShiftLeft<16>(b)), c);
+    }
+};
+#undef HG_FLASH_BF16_DOT  // set once per target below
+// AVX512_BF16's dot product, on the 512-bit x86 targets. Highway 1.0.3 has no operation for it and
+// its target attribute cannot be added to the kernels' (the intrinsic would then not inline into
+// them), so this one instruction is written as assembly: the assembler takes it whatever the
+// compiler's target; it runs only where cpu_has_bf16_dot() said the CPU has it (Bf16DotInUse).
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || \
+                     (defined(HWY_AVX3_ZEN4) && HWY_TARGET == HWY_AVX3_ZEN4) || \
+                     (defined(HWY_AVX3_SPR) && HWY_TARGET == HWY_AVX3_SPR))
+#define HG_FLASH_BF16_DOT 1
+struct DotStep : WidenStep {
+    static HWY_INLINE V Fma(VU a, VU b, V c) {
+        __asm__("vdpbf16ps %2, %1, %0" : "+v"(c.raw) : "v"(a.raw), "v"(b.raw));
+        return c;
+    }
+};
+#else
+#define HG_FLASH_BF16_DOT 0
+#endif
+
+// kMR rows of c from rows a, a + ars, ... (row r's number k at a + r·ars + k·aks; rows past mr
+// repeat row mr - 1 and are not stored) and NV vectors of b's rows k0 .. k1 - 1 (row stride ldb).
+template <class Step, int NV>
+HWY_NOINLINE void Tile(const typename Step::E* a, size_t ars, size_t aks, int mr, const typename Step::E* b,
+                       size_t ldb, int k0, int k1, float* c, size_t ldc, bool add) {
+    const D d;
+    const size_t L = hn::Lanes(d);
+#define HG_FLASH_ACC(r)                                                                            \
+    const typename Step::E* a##r = a + size_t(std::min(r, mr - 1)) * ars;                          \
+    V c##r##0 = add && r < mr ? hn::LoadU(d, c + r * ldc) : hn::Zero(d);                           \
+    V c##r##1 = NV > 1 && add && r < mr ? hn::LoadU(d, c + r * ldc + L) : hn::Zero(d);             \
+    V c##r##2 = NV > 2 && add && r < mr ? hn::LoadU(d, c + r * ldc + 2 * L) : hn::Zero(d);         \
+    V c##r##3 = NV > 3 && add && r < mr ? hn::LoadU(d, c + r * ldc + 3 * L) : hn::Zero(d);
+    HG_FLASH_ACC(0) HG_FLASH_ACC(1) HG_FLASH_ACC(2) HG_FLASH_ACC(3)
+#undef HG_FLASH_ACC
+#define HG_FLASH_ROW(r)                                                 \
+    {                                                                   \
+        const auto x = Step::Bcast(a##r + at);                          \
+        c##r##0 = Step::Fma(x, b0, c##r##0);                            \
+        if constexpr (NV > 1) c##r##1 = Step::Fma(x, b1, c##r##1);      \
+        if constexpr (NV > 2) c##r##2 = Step::Fma(x, b2, c##r##2);      \
+        if constexpr (NV > 3) c##r##3 = Step::Fma(x, b3, c##r##3);      \
+    }
+    for (int k = k0; k < k1; k++) {
+        const size_t at = size_t(k) * aks;
+        const typename Step::E* bk = b + size_t(k) * ldb;
+        const auto b0 = Step::Load(bk);
+        const auto b1 = NV > 1 ? Step::Load(bk + L) : b0;
+        const auto b2 = NV > 2 ? Step::Load(bk + 2 * L) : b0;
+        const auto b3 = NV > 3 ? Step::Load(bk + 3 * L) : b0;
+        HG_FLASH_ROW(0) HG_FLASH_ROW(1) HG_FLASH_ROW(2) HG_FLASH_ROW(3)
+    }
+#undef HG_FLASH_ROW
+#define HG_FLASH_STORE(r)                                                     \
+    if (r < mr) {                                                             \
+        hn::StoreU(c##r##0, d, c + r * ldc);                                  \
+        if constexpr (NV > 1) hn::StoreU(c##r##1, d, c + r * ldc + L);        \
+        if constexpr (NV > 2) hn::StoreU(c##r##2, d, c + r * ldc + 2 * L);    \
+        if constexpr (NV > 3) hn::StoreU(c##r##3, d, c + r * ldc + 3 * L);    \
+    }
+    HG_FLASH_STORE(0) HG_FLASH_STORE(1) HG_FLASH_STORE(2) HG_FLASH_STORE(3)
+#undef HG_FLASH_STORE
+}
+static_assert(kMR == 4, "Tile spells out four rows");
+
+// Which part of a product the causal mask leaves, for a tile whose rows start `off` positions after
+// its keys (off = t0 - s0 ≥ 0): query t = t0 + i sees key s = s0 + j iff j ≤ i + off.
+enum class Causal {
+    Cols,    // c's columns are keys: row i needs columns j ≤ i + off only (the scores, dP)
+    KEnd,    // k runs over keys, a's zeros past it: row i sums k ≤ i + off only (P̃·v, dS·k)
+    KBegin,  // c's rows are keys, k runs over queries: row j sums k ≥ j - off only (P̃ᵀ·dout, dSᵀ·q)
+};
+
+// c (rows × N) (=, +=) a (rows × K) · b (K × N), N a whole number of vectors, K in steps of the
+// operand type (one float, or one pair of bf16). Only the part `causal` leaves is computed: skipped
+// columns of c are not written, skipped k are zeros of a.
+template <class Step>
+void Product(float* c, size_t ldc, const typename Step::E* a, size_t ars, size_t aks, const typename Step::E* b,
+             size_t ldb, int rows, int N, int K, Causal causal, int off, bool add) {
+    using Fn = void (*)(const typename Step::E*, size_t, size_t, int, const typename Step::E*, size_t, int, int,
+                        float*, size_t, bool);
+    static constexpr Fn kTiles[4] = {Tile<Step, 1>, Tile<Step, std::min(2, kNV)>, Tile<Step, std::min(3, kNV)>,
+                                     Tile<Step, kNV>};
+    constexpr int kPer = std::is_same_v<typename Step::E, float> ? 1 : 2;  // positions per step of k
+    const int L = int(hn::Lanes(D()));
+    for (int r0 = 0; r0 < rows; r0 += kMR) {
+        const int mr = std::min(kMR, rows - r0), r_last = r0 + mr - 1;
+        int n1 = N, k0 = 0, k1 = K;
+        if (causal == Causal::Cols) n1 = std::min(N, (r_last + off + L) / L * L);
+        if (causal == Causal::KEnd) k1 = std::min(K, (r_last + off + kPer) / kPer);
+        if (causal == Causal::KBegin) k0 = std::max(0, r0 - off) / kPer;
+        for (int n0 = 0; n0 < n1; n0 += kNV * L) {
+            const int nv = std::min(kNV, (n1 - n0) / L);
+            kTiles[nv - 1](a + size_t(r0) * ars, ars, aks, mr, b + n0, ldb, k0, k1, c + size_t(r0) * ldc + n0, ldc,
+                           add);
+        }
+    }
+}
+
+// ---- laying the operands out --------------------------------------------------------------------
+// dst (cols, rows_pad), row stride ldd, = src (rows, cols)ᵀ, row stride lds; zero past rows.
+template <typename E>
+void Transpose(E* dst, size_t ldd, const E* src, size_t lds, int rows, int cols, int rows_pad) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) dst[size_t(j) * ldd + r] = src[size_t(r) * lds + j];
+    for (int j = 0; j < cols; j++) std::fill(dst + size_t(j) * ldd + rows, dst + size_t(j) * ldd + rows_pad, E(0));
+}
+
+// dst (rows_pad, ldd) = src (rows, cols), row stride lds, zero past cols and rows.
+void CopyPadded(float* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad) {
+    for (int r = 0; r < rows_pad; r++) {
+        float* row = dst + size_t(r) * ldd;
+        const int n = r < rows ? cols : 0;
+        if (n) std::memcpy(row, src + size_t(r) * lds, sizeof(float) * size_t(n));
+        std::fill(row + n, row + ldd, 0.0f);
+    }
+}
+
+inline uint32_t Pair(float even, float odd) { return uint32_t(bf16_from_float(even)) | uint32_t(bf16_from_float(odd)) << 16; }
+
+// dst (rows_pad, ldd pairs): row r = src's row r rounded to bf16, in pairs along it (numbers 2k and
+// 2k + 1 in pair k), zero past cols and rows.
+void RoundRows(uint32_t* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const int vec = L % 2 ? 0 : cols / L * L;  // whole vectors, an even count of numbers
+    for (int r = 0; r < rows_pad; r++) {
+        uint32_t* out = dst + size_t(r) * ldd;
+        const float* in = src + size_t(r) * lds;
+        const int n = r < rows ? cols : 0;
+        int j = 0;
+        if (n)
+            for (; j < vec; j += L) StoreBf16(d, hn::LoadU(d, in + j), reinterpret_cast<bf16*>(out) + j);
+        for (; j < 2 * int(ldd); j += 2) out[j / 2] = Pair(j < n ? in[j] : 0.0f, j + 1 < n ? in[j + 1] : 0.0f);
+    }
+}
+
+// dst (rows_pad / 2, ldd) = src (rows, cols) rounded to bf16 in pairs along its columns: pair (p, j)
+// holds rows 2p and 2p + 1 of column j; zero past cols and rows.
+void RoundPairsOfRows(uint32_t* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad) {
+    const D d;
+    const DU du;
+    const int L = int(hn::Lanes(d));
+    for (int p = 0; p < rows_pad / 2; p++) {
+        uint32_t* out = dst + size_t(p) * ldd;
+        const int r = 2 * p;
+        const float* even = src + size_t(r) * lds;
+        const float* odd = r + 1 < rows ? even + lds : nullptr;
+        const int n = r < rows ? cols : 0;
+        int j = 0;
+        for (; j + L <= n; j += L) {
+            const VU lo = Bf16Bits(d, hn::LoadU(d, even + j));
+            const VU hi = odd ? Bf16Bits(d, hn::LoadU(d, odd + j)) : hn::Zero(du);
+            hn::StoreU(hn::Or(lo, hn::ShiftLeft<16>(hi)), du, out + j);
+        }
+        for (; j < int(ldd); j++) out[j] = j < n ? Pair(even[j], odd ? odd[j] : 0.0f) : 0u;
+    }
+}
+
+// ---- one row of a tile ----------------------------------------------------------------------------
+// max_{j < n} x_j·scale (n ≥ 1).
+float ScaledMax(const float* x, int n, float scale) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const V vs = hn::Set(d, scale), lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+    V mx = lowest;
+    for (int j = 0; j < n; j += L)
+        mx = hn::Max(mx, hn::IfThenElse(hn::FirstN(d, size_t(n - j)), hn::Mul(hn::LoadU(d, x + j), vs), lowest));
+    return hn::GetLane(hn::MaxOfLanes(d, mx));
+}
+
+// p_j = exp(x_j·scale - shift) for j < n, 0 for n ≤ j < width (width a whole number of vectors);
+// returns Σ_j p_j. p may alias x.
+float ExpRow(float* p, const float* x, int n, int width, float scale, float shift) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const V vs = hn::Set(d, scale), vshift = hn::Set(d, shift);
+    V sum = hn::Zero(d);
+    int j = 0;
+    for (; j < n; j += L) {
+        const V e = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, x + j), vs), vshift));
+        const V kept = hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), e);
+        sum = hn::Add(sum, kept);
+        hn::StoreU(kept, d, p + j);
+    }
+    for (; j < width; j += L) hn::StoreU(hn::Zero(d), d, p + j);
+    return hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
+// ds_j = scale·p_j·(da_j - Dt) for j < n, 0 for n ≤ j < width. ds may alias da.
+void GradRow(float* ds, const float* p, const float* da, int n, int width, float Dt, float scale) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const V vD = hn::Set(d, Dt), vs = hn::Set(d, scale);
+    int j = 0;
+    for (; j < n; j += L) {
+        const V g = hn::Mul(hn::Mul(hn::LoadU(d, p + j), vs), hn::Sub(hn::LoadU(d, da + j), vD));
+        hn::StoreU(hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), g), d, ds + j);
+    }
+    for (; j < width; j += L) hn::StoreU(hn::Zero(d), d, ds + j);
+}
+
+// x_j *= s for j < n (n a whole number of vectors).
+void ScaleRow(float* x, int n, float s) {
+    const D d;
+    const V vs = hn::Set(d, s);
+    for (int j = 0; j < n; j += int(hn::Lanes(d))) hn::StoreU(hn::Mul(hn::LoadU(d, x + j), vs), d, x + j);
+}
+
+// x_j /= s for j < n (n a whole number of vectors).
+void DivideRow(float* x, int n, float s) {
+    const D d;
+    const V vs = hn::Set(d, s);
+    for (int j = 0; j < n; j += int(hn::Lanes(d))) hn::StoreU(hn::Div(hn::LoadU(d, x + j), vs), d, x + j);
+}
+
+// Σ_j a_j·b_j over n numbers (lanes, then a scalar tail).
+float DotRow(const float* a, const float* b, int n) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    V acc = hn::Zero(d);
+    int j = 0;
+    for (; j + L <= n; j += L) acc = hn::MulAdd(hn::LoadU(d, a + j), hn::LoadU(d, b + j), acc);
+    float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; j < n; j++) sum += a[j] * b[j];
+    return sum;
+}
+
+// Rows of a sum in working space (row stride lds) into the layer's tensor (row stride ldd), and its
+// bf16 copy when there is one.
+void WriteRows(float* dst, bf16* dst16, size_t ldd, const float* src, size_t lds, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        std::memcpy(dst + size_t(r) * ldd, src + size_t(r) * lds, sizeof(float) * size_t(cols));
+        if (dst16) bf16_round(dst16 + size_t(r) * ldd, src + size_t(r) * lds, size_t(cols));
+    }
+}
+
+// ---- the forward of one head (F1–F4) ----------------------------------------------------------------
+template <class Step>
+void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& hd, float* scratch) {
+    using E = typename Step::E;
+    constexpr bool kBf16 = !std::is_same_v<E, float>;
+    constexpr int kPer = kBf16 ? 2 : 1;  // positions per step of k
+    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T);
+    const float scale = 1.0f / std::sqrt(float(hs));
+    Carve carve{scratch};
+    const ForwardSpace sp = forward_space(carve, T, hs, kBf16);
+    // The products' operands: the scores' a = q's rows and b = kᵀ; o's b = v (a is P̃).
+    const E *qa, *kt, *vb;
+    size_t q_ld;
+    if constexpr (kBf16) {
+        RoundRows(sp.q16, size_t(hsp) / 2, hd.q, hd.ld, T, hs, Tp);
+        RoundRows(sp.v2, size_t(hsp) / 2, hd.k, hd.ld, T, hs, Tp);  // k's rows, in v2's place for now
+        Transpose(sp.kt2, size_t(Tp), sp.v2, size_t(hsp) / 2, Tp, (hs + 1) / 2, Tp);
+        RoundPairsOfRows(sp.v2, size_t(hsp), hd.v, hd.ld, T, hs, Tp);
+        qa = sp.q16, q_ld = size_t(hsp) / 2, kt = sp.kt2, vb = sp.v2;
+    } else {
+        Transpose(sp.kt, size_t(Tp), hd.k, hd.ld, T, hs, Tp);
+        CopyPadded(sp.vp, size_t(hsp), hd.v, hd.ld, T, hs, Tp);
+        qa = hd.q, q_ld = hd.ld, kt = sp.kt, vb = sp.vp;
+    }
+    const int k_hs = (hs + kPer - 1) / kPer;  // the scores' K, in steps
+    for (int t0 = 0; t0 < T; t0 += kTile) {
+        const int t1 = std::min(T, t0 + kTile), rows = t1 - t0;
+        std::fill(sp.m, sp.m + rows, -std::numeric_limits<float>::infinity());
+        std::fill(sp.l, sp.l + rows, 0.0f);
+        std::fill(sp.o, sp.o + size_t(rows) * hsp, 0.0f);
+        for (int s0 = 0; s0 < t1; s0 += kTile) {  // tiles from t1 on lie above the diagonal: skipped
+            const int s1 = std::min(s0 + kTile, t1), off = t0 - s0;
+            // F1: raw dot products q_t · k_s (1/√hs comes in the row pass)
+            Product<Step>(sp.s, kTile, qa + size_t(t0) * q_ld, q_ld, 1, kt + s0, size_t(Tp), rows, kTile, k_hs,
+                          Causal::Cols, off, false);
+            for (int i = 0; i < rows; i++) {  // F2, F3 on row t = t0 + i, keys s0 .. s0 + n - 1
+                const int t = t0 + i, n = std::min(s1, t + 1) - s0;
+                float* s_i = sp.s + size_t(i) * kTile;
+                const float m_new = std::max(sp.m[i], ScaledMax(s_i, n, scale));
+                const float c = std::exp(sp.m[i] - m_new);
+                sp.l[i] = c * sp.l[i] + ExpRow(s_i, s_i, n, kTile, scale, m_new);
+                sp.m[i] = m_new;
+                if (hd.drop.active()) dropout_apply_kernel(s_i, s_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
+                ScaleRow(sp.o + size_t(i) * hsp, hsp, c);
+                if constexpr (kBf16) RoundRows(sp.p16 + size_t(i) * (kTile / 2), kTile / 2, s_i, kTile, 1, kTile, 1);
+            }
+            // F3: o += P̃ · v[s0:s1]
+            if constexpr (kBf16)
+                Product<Step>(sp.o, size_t(hsp), sp.p16, kTile / 2, 1, vb + size_t(s0 / 2) * hsp, size_t(hsp), rows,
+                              hsp, (s1 - s0 + 1) / 2, Causal::KEnd, off, true);
+            else
+                Product<Step>(sp.o, size_t(hsp), sp.s, kTile, 1, vb + size_t(s0) * hsp, size_t(hsp), rows, hsp,
+                              s1 - s0, Causal::KEnd, off, true);
+        }
+        for (int i = 0; i < rows; i++) {  // F4
+            DivideRow(sp.o + size_t(i) * hsp, hsp, sp.l[i]);
+            lse[t0 + i] = sp.m[i] + std::log(sp.l[i]);
+        }
+        WriteRows(out + size_t(t0) * ldo, out16 ? out16 + size_t(t0) * ldo : nullptr, ldo, sp.o, size_t(hsp), rows,
+                  hs);
+    }
+}
+
+// ---- the backward of one head (B0–B4) ---------------------------------------------------------------
+template <class Step>
+void BackwardHead(const FlashGrads& g, const float* dout, const float* out, size_t ldo, const float* lse,
+                  const FlashHead& hd, float* scratch) {
+    using E = typename Step::E;
+    constexpr bool kBf16 = !std::is_same_v<E, float>;
+    constexpr int kPer = kBf16 ? 2 : 1;
+    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T);
+    const float scale = 1.0f / std::sqrt(float(hs));
+    Carve carve{scratch};
+    const BackwardSpace sp = backward_space(carve, T, hs, kBf16);
+    // The operands: the scores' a = q's rows, b = kᵀ; dP's a = dout's rows, b = vᵀ; the b of dv, dk,
+    // dq: dout, q, k (their a: P̃ᵀ, dSᵀ, dS).
+    const E *qa, *kt, *da, *vt, *dob, *qb, *kb;
+    size_t a_ld, b_ld;   // the a operands' row stride (in E); the b operands' of dv, dk, dq
+    if constexpr (kBf16) {
+        const size_t half = size_t(hsp) / 2;
+        RoundRows(sp.q16, half, hd.q, hd.ld, T, hs, Tp);
+        RoundRows(sp.do16, half, dout, ldo, T, hs, Tp);
+        RoundRows(sp.k2, half, hd.k, hd.ld, T, hs, Tp);  // k's rows, in k2's place for now
+        Transpose(sp.kt2, size_t(Tp), sp.k2, half, Tp, (hs + 1) / 2, Tp);
+        RoundRows(sp.do2, half, hd.v, hd.ld, T, hs, Tp);  // v's rows, in do2's place for now
+        Transpose(sp.vt2, size_t(Tp), sp.do2, half, Tp, (hs + 1) / 2, Tp);
+        RoundPairsOfRows(sp.q2, size_t(hsp), hd.q, hd.ld, T, hs, Tp);
+        RoundPairsOfRows(sp.k2, size_t(hsp), hd.k, hd.ld, T, hs, Tp);
+        RoundPairsOfRows(sp.do2, size_t(hsp), dout, ldo, T, hs, Tp);
+        qa = sp.q16, da = sp.do16, a_ld = half, kt = sp.kt2, vt = sp.vt2, dob = sp.do2, qb = sp.q2, kb = sp.k2;
+    } else {
+        Transpose(sp.kt, size_t(Tp), hd.k, hd.ld, T, hs, Tp);
+        Transpose(sp.vt, size_t(Tp), hd.v, hd.ld, T, hs, Tp);
+        CopyPadded(sp.qp, size_t(hsp), hd.q, hd.ld, T, hs, Tp);
+        CopyPadded(sp.kp, size_t(hsp), hd.k, hd.ld, T, hs, Tp);
+        CopyPadded(sp.dop, size_t(hsp), dout, ldo, T, hs, Tp);
+        qa = sp.qp, da = sp.dop, a_ld = size_t(hsp), kt = sp.kt, vt = sp.vt, dob = sp.dop, qb = sp.qp, kb = sp.kp;
+    }
+    b_ld = size_t(hsp);
+    for (int t = 0; t < T; t++) sp.D[t] = DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs);  // B0
+    const int k_hs = (hs + kPer - 1) / kPer;
+    std::fill(sp.dq, sp.dq + size_t(Tp) * hsp, 0.0f);
+    for (int s0 = 0; s0 < T; s0 += kTile) {  // a key tile, outside
+        const int s1 = std::min(T, s0 + kTile), keys = s1 - s0;
+        std::fill(sp.dk, sp.dk + size_t(kTile) * hsp, 0.0f);
+        std::fill(sp.dv, sp.dv + size_t(kTile) * hsp, 0.0f);
+        for (int t0 = s0; t0 < T; t0 += kTile) {  // the row blocks that see it, the diagonal one first
+            const int t1 = std::min(T, t0 + kTile), rows = t1 - t0, off = t0 - s0;
+            // the scores again (F1's product, the same floats), and B1's dP = dout · vᵀ
+            Product<Step>(sp.p, kTile, qa + size_t(t0) * a_ld, a_ld, 1, kt + s0, size_t(Tp), rows, kTile, k_hs,
+                          Causal::Cols, off, false);
+            Product<Step>(sp.dp, kTile, da + size_t(t0) * a_ld, a_ld, 1, vt + s0, size_t(Tp), rows, kTile, k_hs,
+                          Causal::Cols, off, false);
+            const float* pd = hd.drop.active() ? sp.pd : sp.p;  // P̃: P itself without dropout
+            for (int i = 0; i < rows; i++) {
+                const int t = t0 + i, n = std::min(s1, t + 1) - s0;
+                float *p_i = sp.p + size_t(i) * kTile, *dp_i = sp.dp + size_t(i) * kTile;
+                ExpRow(p_i, p_i, n, kTile, scale, lse[t]);  // B3's A = exp(S/√hs - lse_t)
+                if (hd.drop.active()) {                     // B1's P̃ = A·f and B2's dA = dP·f, one hash
+                    float* pd_i = sp.pd + size_t(i) * kTile;
+                    dropout_apply2_kernel(pd_i, p_i, dp_i, dp_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
+                    std::fill(pd_i + n, pd_i + kTile, 0.0f);
+                }
+                GradRow(dp_i, p_i, dp_i, n, kTile, sp.D[t], scale);  // B3: dS/√hs
+            }
+            // B1: dv[s0:s1] += P̃ᵀ · dout[t0:t1];  B4: dk[s0:s1] += dSᵀ · q[t0:t1],  dq[t0:t1] += dS · k[s0:s1]
+            const int k_rows = (rows + kPer - 1) / kPer;
+            if constexpr (kBf16) {
+                RoundPairsOfRows(sp.pd2, kTile, pd, kTile, rows, kTile, kTile);
+                RoundPairsOfRows(sp.ds2, kTile, sp.dp, kTile, rows, kTile, kTile);
+                RoundRows(sp.ds16, kTile / 2, sp.dp, kTile, rows, kTile, rows);
+                Product<Step>(sp.dv, size_t(hsp), sp.pd2, 1, kTile, dob + size_t(t0 / 2) * b_ld, b_ld, keys, hsp,
+                              k_rows, Causal::KBegin, off, true);
+                Product<Step>(sp.dk, size_t(hsp), sp.ds2, 1, kTile, qb + size_t(t0 / 2) * b_ld, b_ld, keys, hsp,
+                              k_rows, Causal::KBegin, off, true);
+                Product<Step>(sp.dq + size_t(t0) * hsp, size_t(hsp), sp.ds16, kTile / 2, 1, kb + size_t(s0 / 2) * b_ld,
+                              b_ld, rows, hsp, (keys + 1) / 2, Causal::KEnd, off, true);
+            } else {
+                Product<Step>(sp.dv, size_t(hsp), pd, 1, kTile, dob + size_t(t0) * b_ld, b_ld, keys, hsp, k_rows,
+                              Causal::KBegin, off, true);
+                Product<Step>(sp.dk, size_t(hsp), sp.dp, 1, kTile, qb + size_t(t0) * b_ld, b_ld, keys, hsp, k_rows,
+                              Causal::KBegin, off, true);
+                Product<Step>(sp.dq + size_t(t0) * hsp, size_t(hsp), sp.dp, kTile, 1, kb + size_t(s0) * b_ld, b_ld,
+                              rows, hsp, keys, Causal::KEnd, off, true);
+            }
+        }
+        WriteRows(g.dk + size_t(s0) * g.ld, g.dk16 ? g.dk16 + size_t(s0) * g.ld : nullptr, g.ld, sp.dk, size_t(hsp),
+                  keys, hs);
+        WriteRows(g.dv + size_t(s0) * g.ld, g.dv16 ? g.dv16 + size_t(s0) * g.ld : nullptr, g.ld, sp.dv, size_t(hsp),
+                  keys, hs);
+    }
+    WriteRows(g.dq, g.dq16, g.ld, sp.dq, size_t(hsp), T, hs);
+}
+
+// ---- the entry points -----------------------------------------------------------------------------
+bool Bf16DotInUse() {
+#if HG_FLASH_BF16_DOT
+    static const bool has = cpu_has_bf16_dot();
+    return has;
+#else
+    return false;
+#endif
+}
+
+void FlashForward(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& head, FlashProducts products,
+                  float* scratch) {
+    if (products == FlashProducts::Float) return ForwardHead<FloatStep>(out, out16, ldo, lse, head, scratch);
+#if HG_FLASH_BF16_DOT
+    if (products == FlashProducts::Bf16 && Bf16DotInUse())
+        return ForwardHead<DotStep>(out, out16, ldo, lse, head, scratch);
+#endif
+    ForwardHead<WidenStep>(out, out16, ldo, lse, head, scratch);
+}
+
+void FlashBackward(const FlashGrads& grads, const float* dout, const float* out, size_t ldo, const float* lse,
+                   const FlashHead& head, FlashProducts products, float* scratch) {
+    if (products == FlashProducts::Float)
+        return BackwardHead<FloatStep>(grads, dout, out, ldo, lse, head, scratch);
+#if HG_FLASH_BF16_DOT
+    if (products == FlashProducts::Bf16 && Bf16DotInUse())
+        return BackwardHead<DotStep>(grads, dout, out, ldo, lse, head, scratch);
+#endif
+    BackwardHead<WidenStep>(grads, dout, out, ldo, lse, head, scratch);
+}
+
+}  // namespace hg::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hg {
+HWY_EXPORT(FlashForward);
+HWY_EXPORT(FlashBackward);
+HWY_EXPORT(Bf16DotInUse);
+
+size_t flash_head_scratch(int T, int hs, FlashProducts products) {
+    const bool pairs = products != FlashProducts::Float;
+    flash_space::Carve forward{nullptr}, backward{nullptr};
+    flash_space::forward_space(forward, T, hs, pairs);
+    flash_space::backward_space(backward, T, hs, pairs);
+    return std::max(forward.used, backward.used);
+}
+
+bool flash_bf16_dot_in_use() { return HWY_DYNAMIC_DISPATCH(Bf16DotInUse)(); }
+
+void flash_head_forward(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& head,
+                        FlashProducts products, float* scratch) {
+    HWY_DYNAMIC_DISPATCH(FlashForward)(out, out16, ldo, lse, head, products, scratch);
+}
+
+void flash_head_backward(const FlashGrads& grads, const float* dout, const float* out, size_t ldo,
+                         const float* lse, const FlashHead& head, FlashProducts products, float* scratch) {
+    HWY_DYNAMIC_DISPATCH(FlashBackward)(grads, dout, out, ldo, lse, head, products, scratch);
+}
+
+}  // namespace hg
+#endif

@@ -1,0 +1,89 @@
+// flash_attention_kernels.h — one (b, h) of the flash layer (lib/layers/flash_attention.h), forward
+// and backward, with float or bf16 tile products: Highway kernels (dynamic dispatch; see simd.h).
+// The derivation and the scalar twin (flash_attention_forward_twin / backward_twin) are in
+// lib/layers/flash_attention.h; lib/layers/flash_attention.cpp runs these per (b, h), and the tests
+// run that layer against the twin on every SIMD target.
+//
+// How the kernels map to the derivation's steps. They do the twin's arithmetic, regrouped so that
+// each step is one small matrix product over a tile, or one pass over a tile's rows:
+//   forward, per block of rows [t0, t1), per key tile [s0, s1) with s0 < t1:
+//     F1      S = q[t0:t1] · k[s0:s1]ᵀ                                 product (kFlashTile × kFlashTile)
+//     F2, F3  per row: max, c = exp(m_old - m_new), P = exp(S/√hs - m_new) on the visible keys,
+//             ℓ = c·ℓ + Σ P, P̃ = P·f (the dropout hash), o *= c         one pass over the row
+//     F3      o += P̃ · v[s0:s1]                                        product
+//     F4      out = o / ℓ, lse = m + log ℓ                              once per block
+//   backward: B0 D_t = dout_t · out_t for every row first; then per key tile [s0, s1), per block
+//   [t0, t1) with t1 > s0:
+//     S = q·kᵀ and B1's dP = dout·vᵀ                                    two products
+//     per row: A = exp(S/√hs - lse_t), P̃ = A·f, dA = dP·f (one hash for both), dS = A·(dA - D_t)/√hs
+//     B1 dv[s0:s1] += P̃ᵀ · dout[t0:t1],  B4 dk[s0:s1] += dSᵀ · q[t0:t1],  dq[t0:t1] += dS · k[s0:s1]
+// Two regroupings change roundings (not the math): 1/√hs multiplies the raw dot products in the row
+// pass (the twin multiplies each dot product the same way) and, in the backward, dS once, for both
+// dq and dk (the twin scales each term). The diagonal tile's products skip whole vectors and rows of
+// the masked triangle (every masked entry of P̃ and dS is an exact 0, so only zeros are skipped).
+//
+// The products (flash_attention_kernels.cpp): c (rows × N) (=, +=) a (rows × K) · b (K × N), b's rows
+// contiguous, kMR rows of c in registers, four vectors of columns, a read one number at a time and
+// broadcast; so every product's right operand is laid out with its columns contiguous first: k and
+// v transposed for the scores and dP, v, dout, q, k copied with their rows padded to a whole number
+// of vectors for the others. Sums run over k in increasing order, one lane per element.
+//
+// bf16: the operands are rounded to bf16 as they are laid out, two along k in one 32-bit number (a
+// pair: the even k in the low half). A step of a product is then c += a₂ₖ₊₁·b₂ₖ₊₁, then c += a₂ₖ·b₂ₖ,
+// each rounded once (the bf16 products are exact in float): by AVX512_BF16's vdpbf16ps where the CPU
+// has it and the target is a 512-bit x86 one, else by widening both halves to float (exact) and two
+// fused multiply-adds in that order. The two agree to the last bit, except that vdpbf16ps treats
+// subnormal inputs and results as 0 (2⁻¹²⁶, far below the bound the tests check).
+#pragma once
+#include <cstddef>
+
+#include "lib/kernels/bf16.h"
+#include "lib/kernels/dropout_kernels.h"
+
+namespace hg {
+
+// Positions per key tile and per row block. 64: a tile of scores is 16 KiB, and a tile's k, v and
+// its scores fit in a 48 KiB L1 with the rows of q being read (docs/attention-memory.md, measured
+// against 32 and 128).
+constexpr int kFlashTile = 64;
+
+// Which products a kernel runs.
+enum class FlashProducts {
+    Float,      // float inputs
+    Bf16,       // bf16 inputs: the CPU's dot products where it has them, else widened
+    Bf16Widen,  // bf16 inputs, always widened (tests compare it with Bf16)
+};
+
+// One (b, h) of the layer. Entry (t, s) of its dropout is drop.keep(drop_base + t·T + s).
+struct FlashHead {
+    int T = 0, hs = 0;
+    const float* q = nullptr;  // (T, hs), row stride ld
+    const float* k = nullptr;  // (T, hs), row stride ld
+    const float* v = nullptr;  // (T, hs), row stride ld
+    size_t ld = 0;
+    Dropout drop;
+    size_t drop_base = 0;
+};
+
+// Floats of working space one call needs (forward or backward, the larger).
+size_t flash_head_scratch(int T, int hs, FlashProducts products);
+
+// Does FlashProducts::Bf16 run on the CPU's bf16 dot products at the current SIMD target?
+bool flash_bf16_dot_in_use();
+
+// out (T, hs), row stride ldo, written; out16 likewise rounded (skipped when null); lse (T) written.
+void flash_head_forward(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& head,
+                        FlashProducts products, float* scratch);
+
+// The gradients of one head: dq, dk, dv (T, hs) written, row stride ld; dq16, dk16, dv16 likewise
+// rounded when not null.
+struct FlashGrads {
+    float *dq = nullptr, *dk = nullptr, *dv = nullptr;
+    bf16 *dq16 = nullptr, *dk16 = nullptr, *dv16 = nullptr;
+    size_t ld = 0;
+};
+// dout (T, hs) and out (T, hs), row stride ldo; lse (T) from the forward.
+void flash_head_backward(const FlashGrads& grads, const float* dout, const float* out, size_t ldo,
+                         const float* lse, const FlashHead& head, FlashProducts products, float* scratch);
+
+}  // namespace hg

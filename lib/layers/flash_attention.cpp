@@ -1,0 +1,105 @@
+// flash_attention.cpp — the flash layer (flash_attention.h): one (b, h) pair is one piece of parallel
+// work, run whole by the Highway kernels of lib/kernels/flash_attention_kernels.h in its thread's
+// slice of scratch. A pair's result depends only on its own inputs and on the order the kernels
+// take its tiles in, never on which thread ran it or what the slice held before, so the bits do
+// not depend on the number of threads.
+#include "lib/layers/flash_attention.h"
+
+#include <algorithm>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "lib/kernels/flash_attention_kernels.h"
+
+namespace hg {
+
+size_t flash_attention_scratch(int T, int C, int NH) {
+    return flash_head_scratch(T, flash_attention_check(1, T, C, NH, Dropout{}), FlashProducts::Float);
+}
+
+size_t flash_attention_bf16_scratch(int T, int C, int NH) {
+    return flash_head_scratch(T, flash_attention_check(1, T, C, NH, Dropout{}), FlashProducts::Bf16);
+}
+
+// The threads a call runs on: as many whole slices as scratch holds, at most the caller's setting.
+// Inside another parallel region the layer's own region runs on the calling thread alone (nested
+// regions are inactive), in slice 0.
+static int flash_threads(const float* scratch, size_t scratch_size, size_t per_thread) {
+    check(scratch != nullptr && scratch_size >= per_thread,
+          "flash attention: scratch of {} floats is less than one thread's {}", scratch ? scratch_size : 0, per_thread);
+#ifdef _OPENMP
+    return int(std::min(scratch_size / per_thread, size_t(omp_get_max_threads())));
+#else
+    return 1;
+#endif
+}
+
+static int thread_slot() {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static void forward(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size, const float* qkv,
+                    int B, int T, int C, int NH, Dropout drop, FlashProducts products) {
+    const int hs = flash_attention_check(B, T, C, NH, drop);
+    check(out && lse && qkv, "flash attention: the forward needs out, lse and qkv");
+    const size_t C3 = 3 * size_t(C), per = flash_head_scratch(T, hs, products);
+    const int threads = flash_threads(scratch, scratch_size, per);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const float* q = qkv + size_t(b) * T * C3 + size_t(h) * hs;  // (T, hs), row stride 3C
+        const FlashHead head{T, hs, q, q + C, q + 2 * size_t(C), C3, drop, size_t(bh) * T * T};
+        const size_t at = size_t(b) * T * C + size_t(h) * hs;        // head h's columns of out
+        flash_head_forward(out + at, out16 ? out16 + at : nullptr, size_t(C), lse + size_t(bh) * T, head, products,
+                           scratch + size_t(thread_slot()) * per);
+    }
+}
+
+static void backward(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_size, const float* dout,
+                     const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH, Dropout drop,
+                     FlashProducts products) {
+    const int hs = flash_attention_check(B, T, C, NH, drop);
+    check(dqkv && dout && qkv && out && lse, "flash attention: the backward needs dqkv, dout, qkv, out and lse");
+    const size_t C3 = 3 * size_t(C), per = flash_head_scratch(T, hs, products);
+    const int threads = flash_threads(scratch, scratch_size, per);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const size_t at = size_t(b) * T * C3 + size_t(h) * hs;  // head h's q in qkv, and dq in dqkv
+        const FlashHead head{T, hs, qkv + at, qkv + at + C, qkv + at + 2 * size_t(C), C3, drop, size_t(bh) * T * T};
+        FlashGrads grads{dqkv + at, dqkv + at + C, dqkv + at + 2 * size_t(C), nullptr, nullptr, nullptr, C3};
+        if (dqkv16) grads.dq16 = dqkv16 + at, grads.dk16 = dqkv16 + at + C, grads.dv16 = dqkv16 + at + 2 * size_t(C);
+        const size_t o = size_t(b) * T * C + size_t(h) * hs;  // head h's columns of dout and out
+        flash_head_backward(grads, dout + o, out + o, size_t(C), lse + size_t(bh) * T, head, products,
+                            scratch + size_t(thread_slot()) * per);
+    }
+}
+
+void flash_attention_forward(float* out, float* lse, float* scratch, size_t scratch_size, const float* qkv, int B,
+                             int T, int C, int NH, Dropout drop) {
+    forward(out, nullptr, lse, scratch, scratch_size, qkv, B, T, C, NH, drop, FlashProducts::Float);
+}
+
+void flash_attention_backward(float* dqkv, float* scratch, size_t scratch_size, const float* dout, const float* qkv,
+                              const float* out, const float* lse, int B, int T, int C, int NH, Dropout drop) {
+    backward(dqkv, nullptr, scratch, scratch_size, dout, qkv, out, lse, B, T, C, NH, drop, FlashProducts::Float);
+}
+
+void flash_attention_forward_bf16(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size,
+                                  const float* qkv, int B, int T, int C, int NH, Dropout drop) {
+    forward(out, out16, lse, scratch, scratch_size, qkv, B, T, C, NH, drop, FlashProducts::Bf16);
+}
+
+void flash_attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_size, const float* dout,
+                                   const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH,
+                                   Dropout drop) {
+    backward(dqkv, dqkv16, scratch, scratch_size, dout, qkv, out, lse, B, T, C, NH, drop, FlashProducts::Bf16);
+}
+
+}  // namespace hg
