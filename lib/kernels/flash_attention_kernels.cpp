@@ -235,10 +235,19 @@ void Product(float* c, size_t ldc, const typename Step::E* a, size_t ars, size_t
 }
 
 // ---- laying the operands out --------------------------------------------------------------------
-// dst (cols, rows_pad), row stride ldd, = src (rows, cols)ᵀ, row stride lds; zero past rows.
+// dst (cols, rows_pad), row stride ldd, = src (rows, cols)ᵀ, row stride lds; zero past rows. A
+// vector of dst's row j gathers column j of a vector's worth of src's rows. E: float, or uint32_t
+// (bf16 pairs, moved whole).
 template <typename E>
 void Transpose(E* dst, size_t ldd, const E* src, size_t lds, int rows, int cols, int rows_pad) {
-    for (int r = 0; r < rows; r++)
+    const hn::Rebind<E, D> de;
+    const hn::RebindToSigned<decltype(de)> di;
+    const int L = int(hn::Lanes(de));
+    const auto at = hn::Mul(hn::Iota(di, 0), hn::Set(di, int32_t(lds)));  // lds·3·T fits an int32 (the layer's size)
+    int r = 0;
+    for (; r + L <= rows; r += L)
+        for (int j = 0; j < cols; j++) hn::StoreU(hn::GatherIndex(de, src + size_t(r) * lds + j, at), de, dst + size_t(j) * ldd + r);
+    for (; r < rows; r++)
         for (int j = 0; j < cols; j++) dst[size_t(j) * ldd + r] = src[size_t(r) * lds + j];
     for (int j = 0; j < cols; j++) std::fill(dst + size_t(j) * ldd + rows, dst + size_t(j) * ldd + rows_pad, E(0));
 }
@@ -372,6 +381,22 @@ void WriteRows(float* dst, bf16* dst16, size_t ldd, const float* src, size_t lds
     }
 }
 
+// A product's operand: rows of numbers (float or bf16 pairs), row r at p + r·ld.
+template <typename E>
+struct Rows {
+    const E* p;
+    size_t ld;
+    const E* at(int r) const { return p + size_t(r) * ld; }
+};
+
+// The float operands whose rows run along hs: read where they are when hs is a whole number of
+// vectors, else copied, padded, into `pad` (Tp, hsp).
+Rows<float> InPlaceOrPadded(float* pad, const float* src, size_t lds, int T, int hs) {
+    if (hs == PadHs(hs)) return {src, lds};
+    CopyPadded(pad, size_t(PadHs(hs)), src, lds, T, hs, PadT(T));
+    return {pad, size_t(PadHs(hs))};
+}
+
 // ---- the forward of one head (F1–F4) ----------------------------------------------------------------
 template <class Step>
 void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& hd, float* scratch) {
@@ -382,19 +407,19 @@ void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHea
     const float scale = 1.0f / std::sqrt(float(hs));
     Carve carve{scratch};
     const ForwardSpace sp = forward_space(carve, T, hs, kBf16);
-    // The products' operands: the scores' a = q's rows and b = kᵀ; o's b = v (a is P̃).
-    const E *qa, *kt, *vb;
-    size_t q_ld;
+    // The products' operands: the scores' a = q's rows and b = kᵀ; o's b = v (its a is P̃). v's rows
+    // are pairs of positions in bf16, so its step k is positions 2k, 2k + 1.
+    Rows<E> qa, kt, vb;
     if constexpr (kBf16) {
-        RoundRows(sp.q16, size_t(hsp) / 2, hd.q, hd.ld, T, hs, Tp);
-        RoundRows(sp.v2, size_t(hsp) / 2, hd.k, hd.ld, T, hs, Tp);  // k's rows, in v2's place for now
-        Transpose(sp.kt2, size_t(Tp), sp.v2, size_t(hsp) / 2, Tp, (hs + 1) / 2, Tp);
+        const size_t half = size_t(hsp) / 2;
+        RoundRows(sp.q16, half, hd.q, hd.ld, T, hs, Tp);
+        RoundRows(sp.v2, half, hd.k, hd.ld, T, hs, Tp);  // k's rows, in v2's place for now
+        Transpose(sp.kt2, size_t(Tp), sp.v2, half, Tp, (hs + 1) / 2, Tp);
         RoundPairsOfRows(sp.v2, size_t(hsp), hd.v, hd.ld, T, hs, Tp);
-        qa = sp.q16, q_ld = size_t(hsp) / 2, kt = sp.kt2, vb = sp.v2;
+        qa = {sp.q16, half}, kt = {sp.kt2, size_t(Tp)}, vb = {sp.v2, size_t(hsp)};
     } else {
         Transpose(sp.kt, size_t(Tp), hd.k, hd.ld, T, hs, Tp);
-        CopyPadded(sp.vp, size_t(hsp), hd.v, hd.ld, T, hs, Tp);
-        qa = hd.q, q_ld = hd.ld, kt = sp.kt, vb = sp.vp;
+        qa = {hd.q, hd.ld}, kt = {sp.kt, size_t(Tp)}, vb = InPlaceOrPadded(sp.vp, hd.v, hd.ld, T, hs);
     }
     const int k_hs = (hs + kPer - 1) / kPer;  // the scores' K, in steps
     for (int t0 = 0; t0 < T; t0 += kTile) {
@@ -405,8 +430,8 @@ void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHea
         for (int s0 = 0; s0 < t1; s0 += kTile) {  // tiles from t1 on lie above the diagonal: skipped
             const int s1 = std::min(s0 + kTile, t1), off = t0 - s0;
             // F1: raw dot products q_t · k_s (1/√hs comes in the row pass)
-            Product<Step>(sp.s, kTile, qa + size_t(t0) * q_ld, q_ld, 1, kt + s0, size_t(Tp), rows, kTile, k_hs,
-                          Causal::Cols, off, false);
+            Product<Step>(sp.s, kTile, qa.at(t0), qa.ld, 1, kt.p + s0, kt.ld, rows, kTile, k_hs, Causal::Cols, off,
+                          false);
             for (int i = 0; i < rows; i++) {  // F2, F3 on row t = t0 + i, keys s0 .. s0 + n - 1
                 const int t = t0 + i, n = std::min(s1, t + 1) - s0;
                 float* s_i = sp.s + size_t(i) * kTile;
@@ -420,11 +445,11 @@ void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHea
             }
             // F3: o += P̃ · v[s0:s1]
             if constexpr (kBf16)
-                Product<Step>(sp.o, size_t(hsp), sp.p16, kTile / 2, 1, vb + size_t(s0 / 2) * hsp, size_t(hsp), rows,
-                              hsp, (s1 - s0 + 1) / 2, Causal::KEnd, off, true);
+                Product<Step>(sp.o, size_t(hsp), sp.p16, kTile / 2, 1, vb.at(s0 / 2), vb.ld, rows, hsp,
+                              (s1 - s0 + 1) / 2, Causal::KEnd, off, true);
             else
-                Product<Step>(sp.o, size_t(hsp), sp.s, kTile, 1, vb + size_t(s0) * hsp, size_t(hsp), rows, hsp,
-                              s1 - s0, Causal::KEnd, off, true);
+                Product<Step>(sp.o, size_t(hsp), sp.s, kTile, 1, vb.at(s0), vb.ld, rows, hsp, s1 - s0, Causal::KEnd,
+                              off, true);
         }
         for (int i = 0; i < rows; i++) {  // F4
             DivideRow(sp.o + size_t(i) * hsp, hsp, sp.l[i]);
@@ -447,9 +472,8 @@ void BackwardHead(const FlashGrads& g, const float* dout, const float* out, size
     Carve carve{scratch};
     const BackwardSpace sp = backward_space(carve, T, hs, kBf16);
     // The operands: the scores' a = q's rows, b = kᵀ; dP's a = dout's rows, b = vᵀ; the b of dv, dk,
-    // dq: dout, q, k (their a: P̃ᵀ, dSᵀ, dS).
-    const E *qa, *kt, *da, *vt, *dob, *qb, *kb;
-    size_t a_ld, b_ld;   // the a operands' row stride (in E); the b operands' of dv, dk, dq
+    // dq: dout, q, k (their a: P̃ᵀ, dSᵀ, dS), in bf16 pairs of positions.
+    Rows<E> qa, kt, da, vt, dob, qb, kb;
     if constexpr (kBf16) {
         const size_t half = size_t(hsp) / 2;
         RoundRows(sp.q16, half, hd.q, hd.ld, T, hs, Tp);
@@ -461,16 +485,16 @@ void BackwardHead(const FlashGrads& g, const float* dout, const float* out, size
         RoundPairsOfRows(sp.q2, size_t(hsp), hd.q, hd.ld, T, hs, Tp);
         RoundPairsOfRows(sp.k2, size_t(hsp), hd.k, hd.ld, T, hs, Tp);
         RoundPairsOfRows(sp.do2, size_t(hsp), dout, ldo, T, hs, Tp);
-        qa = sp.q16, da = sp.do16, a_ld = half, kt = sp.kt2, vt = sp.vt2, dob = sp.do2, qb = sp.q2, kb = sp.k2;
+        qa = {sp.q16, half}, da = {sp.do16, half}, kt = {sp.kt2, size_t(Tp)}, vt = {sp.vt2, size_t(Tp)};
+        dob = {sp.do2, size_t(hsp)}, qb = {sp.q2, size_t(hsp)}, kb = {sp.k2, size_t(hsp)};
     } else {
         Transpose(sp.kt, size_t(Tp), hd.k, hd.ld, T, hs, Tp);
         Transpose(sp.vt, size_t(Tp), hd.v, hd.ld, T, hs, Tp);
-        CopyPadded(sp.qp, size_t(hsp), hd.q, hd.ld, T, hs, Tp);
-        CopyPadded(sp.kp, size_t(hsp), hd.k, hd.ld, T, hs, Tp);
-        CopyPadded(sp.dop, size_t(hsp), dout, ldo, T, hs, Tp);
-        qa = sp.qp, da = sp.dop, a_ld = size_t(hsp), kt = sp.kt, vt = sp.vt, dob = sp.dop, qb = sp.qp, kb = sp.kp;
+        qa = qb = InPlaceOrPadded(sp.qp, hd.q, hd.ld, T, hs);
+        da = dob = InPlaceOrPadded(sp.dop, dout, ldo, T, hs);
+        kb = InPlaceOrPadded(sp.kp, hd.k, hd.ld, T, hs);
+        kt = {sp.kt, size_t(Tp)}, vt = {sp.vt, size_t(Tp)};
     }
-    b_ld = size_t(hsp);
     for (int t = 0; t < T; t++) sp.D[t] = DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs);  // B0
     const int k_hs = (hs + kPer - 1) / kPer;
     std::fill(sp.dq, sp.dq + size_t(Tp) * hsp, 0.0f);
@@ -481,10 +505,10 @@ void BackwardHead(const FlashGrads& g, const float* dout, const float* out, size
         for (int t0 = s0; t0 < T; t0 += kTile) {  // the row blocks that see it, the diagonal one first
             const int t1 = std::min(T, t0 + kTile), rows = t1 - t0, off = t0 - s0;
             // the scores again (F1's product, the same floats), and B1's dP = dout · vᵀ
-            Product<Step>(sp.p, kTile, qa + size_t(t0) * a_ld, a_ld, 1, kt + s0, size_t(Tp), rows, kTile, k_hs,
-                          Causal::Cols, off, false);
-            Product<Step>(sp.dp, kTile, da + size_t(t0) * a_ld, a_ld, 1, vt + s0, size_t(Tp), rows, kTile, k_hs,
-                          Causal::Cols, off, false);
+            Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt.p + s0, kt.ld, rows, kTile, k_hs, Causal::Cols, off,
+                          false);
+            Product<Step>(sp.dp, kTile, da.at(t0), da.ld, 1, vt.p + s0, vt.ld, rows, kTile, k_hs, Causal::Cols, off,
+                          false);
             const float* pd = hd.drop.active() ? sp.pd : sp.p;  // P̃: P itself without dropout
             for (int i = 0; i < rows; i++) {
                 const int t = t0 + i, n = std::min(s1, t + 1) - s0;
@@ -503,19 +527,19 @@ void BackwardHead(const FlashGrads& g, const float* dout, const float* out, size
                 RoundPairsOfRows(sp.pd2, kTile, pd, kTile, rows, kTile, kTile);
                 RoundPairsOfRows(sp.ds2, kTile, sp.dp, kTile, rows, kTile, kTile);
                 RoundRows(sp.ds16, kTile / 2, sp.dp, kTile, rows, kTile, rows);
-                Product<Step>(sp.dv, size_t(hsp), sp.pd2, 1, kTile, dob + size_t(t0 / 2) * b_ld, b_ld, keys, hsp,
-                              k_rows, Causal::KBegin, off, true);
-                Product<Step>(sp.dk, size_t(hsp), sp.ds2, 1, kTile, qb + size_t(t0 / 2) * b_ld, b_ld, keys, hsp,
-                              k_rows, Causal::KBegin, off, true);
-                Product<Step>(sp.dq + size_t(t0) * hsp, size_t(hsp), sp.ds16, kTile / 2, 1, kb + size_t(s0 / 2) * b_ld,
-                              b_ld, rows, hsp, (keys + 1) / 2, Causal::KEnd, off, true);
+                Product<Step>(sp.dv, size_t(hsp), sp.pd2, 1, kTile, dob.at(t0 / 2), dob.ld, keys, hsp, k_rows,
+                              Causal::KBegin, off, true);
+                Product<Step>(sp.dk, size_t(hsp), sp.ds2, 1, kTile, qb.at(t0 / 2), qb.ld, keys, hsp, k_rows,
+                              Causal::KBegin, off, true);
+                Product<Step>(sp.dq + size_t(t0) * hsp, size_t(hsp), sp.ds16, kTile / 2, 1, kb.at(s0 / 2), kb.ld, rows,
+                              hsp, (keys + 1) / 2, Causal::KEnd, off, true);
             } else {
-                Product<Step>(sp.dv, size_t(hsp), pd, 1, kTile, dob + size_t(t0) * b_ld, b_ld, keys, hsp, k_rows,
+                Product<Step>(sp.dv, size_t(hsp), pd, 1, kTile, dob.at(t0), dob.ld, keys, hsp, k_rows, Causal::KBegin,
+                              off, true);
+                Product<Step>(sp.dk, size_t(hsp), sp.dp, 1, kTile, qb.at(t0), qb.ld, keys, hsp, k_rows,
                               Causal::KBegin, off, true);
-                Product<Step>(sp.dk, size_t(hsp), sp.dp, 1, kTile, qb + size_t(t0) * b_ld, b_ld, keys, hsp, k_rows,
-                              Causal::KBegin, off, true);
-                Product<Step>(sp.dq + size_t(t0) * hsp, size_t(hsp), sp.dp, kTile, 1, kb + size_t(s0) * b_ld, b_ld,
-                              rows, hsp, keys, Causal::KEnd, off, true);
+                Product<Step>(sp.dq + size_t(t0) * hsp, size_t(hsp), sp.dp, kTile, 1, kb.at(s0), kb.ld, rows, hsp, keys,
+                              Causal::KEnd, off, true);
             }
         }
         WriteRows(g.dk + size_t(s0) * g.ld, g.dk16 ? g.dk16 + size_t(s0) * g.ld : nullptr, g.ld, sp.dk, size_t(hsp),
