@@ -4,6 +4,7 @@
 #define HWY_TARGET_INCLUDE "lib/kernels/flash_attention_kernels.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 #include <hwy/highway.h>
+#include <hwy/cache_control.h>  // hwy::Prefetch
 #include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
@@ -372,6 +373,27 @@ float DotRow(const float* a, const float* b, int n) {
     return sum;
 }
 
+// Asks for rows (rows × cols numbers, row stride ld) to come into the cache. The layer's tensors
+// hold a head's rows 3C or C numbers apart, each row in another page, where the hardware's own
+// prefetching does not follow: without this every line of out and dqkv written, and of the next
+// head's q, k, v read, waits for memory in turn.
+void PrefetchRows(const float* p, size_t ld, int rows, int cols) {
+    constexpr int kLine = 64 / sizeof(float);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j += kLine) hwy::Prefetch(p + size_t(r) * ld + j);
+}
+
+// The part-th of `parts` slices of the next head's rows (q, k, v; with its out and dout for the
+// backward), asked for while this head's work runs: one slice per tile keeps the requests spread.
+void PrefetchNext(const FlashHead* next, bool backward, int part, int parts) {
+    if (!next) return;
+    const int r0 = next->T * part / parts, r1 = next->T * (part + 1) / parts;
+    for (const float* m : {next->q, next->k, next->v}) PrefetchRows(m + size_t(r0) * next->ld, next->ld, r1 - r0, next->hs);
+    if (backward)
+        for (const float* m : {next->out, next->dout})
+            PrefetchRows(m + size_t(r0) * next->ldo, next->ldo, r1 - r0, next->hs);
+}
+
 // Rows of a sum in working space (row stride lds) into the layer's tensor (row stride ldd), and its
 // bf16 copy when there is one.
 void WriteRows(float* dst, bf16* dst16, size_t ldd, const float* src, size_t lds, int rows, int cols) {
@@ -399,11 +421,12 @@ Rows<float> InPlaceOrPadded(float* pad, const float* src, size_t lds, int T, int
 
 // ---- the forward of one head (F1–F4) ----------------------------------------------------------------
 template <class Step>
-void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& hd, float* scratch) {
+void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const FlashHead* next, float* scratch) {
     using E = typename Step::E;
     constexpr bool kBf16 = !std::is_same_v<E, float>;
     constexpr int kPer = kBf16 ? 2 : 1;  // positions per step of k
-    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T);
+    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T), blocks = (T + kTile - 1) / kTile;
+    const size_t ldo = hd.ldo;
     const float scale = 1.0f / std::sqrt(float(hs));
     Carve carve{scratch};
     const ForwardSpace sp = forward_space(carve, T, hs, kBf16);
@@ -424,6 +447,8 @@ void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHea
     const int k_hs = (hs + kPer - 1) / kPer;  // the scores' K, in steps
     for (int t0 = 0; t0 < T; t0 += kTile) {
         const int t1 = std::min(T, t0 + kTile), rows = t1 - t0;
+        PrefetchRows(out + size_t(t0) * ldo, ldo, rows, hs);  // written at the block's end
+        PrefetchNext(next, false, t0 / kTile, blocks);
         std::fill(sp.m, sp.m + rows, -std::numeric_limits<float>::infinity());
         std::fill(sp.l, sp.l + rows, 0.0f);
         std::fill(sp.o, sp.o + size_t(rows) * hsp, 0.0f);
@@ -462,12 +487,13 @@ void ForwardHead(float* out, bf16* out16, size_t ldo, float* lse, const FlashHea
 
 // ---- the backward of one head (B0–B4) ---------------------------------------------------------------
 template <class Step>
-void BackwardHead(const FlashGrads& g, const float* dout, const float* out, size_t ldo, const float* lse,
-                  const FlashHead& hd, float* scratch) {
+void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* next, float* scratch) {
     using E = typename Step::E;
     constexpr bool kBf16 = !std::is_same_v<E, float>;
     constexpr int kPer = kBf16 ? 2 : 1;
-    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T);
+    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T), tiles = (T + kTile - 1) / kTile;
+    const float *dout = hd.dout, *out = hd.out, *lse = hd.lse;
+    const size_t ldo = hd.ldo;
     const float scale = 1.0f / std::sqrt(float(hs));
     Carve carve{scratch};
     const BackwardSpace sp = backward_space(carve, T, hs, kBf16);
@@ -500,6 +526,9 @@ void BackwardHead(const FlashGrads& g, const float* dout, const float* out, size
     std::fill(sp.dq, sp.dq + size_t(Tp) * hsp, 0.0f);
     for (int s0 = 0; s0 < T; s0 += kTile) {  // a key tile, outside
         const int s1 = std::min(T, s0 + kTile), keys = s1 - s0;
+        // written at this tile's end (dk, dv) and at the head's (dq, a tile's worth at a time)
+        for (float* d : {g.dk, g.dv, g.dq}) PrefetchRows(d + size_t(s0) * g.ld, g.ld, keys, hs);
+        PrefetchNext(next, true, s0 / kTile, tiles);
         std::fill(sp.dk, sp.dk + size_t(kTile) * hsp, 0.0f);
         std::fill(sp.dv, sp.dv + size_t(kTile) * hsp, 0.0f);
         for (int t0 = s0; t0 < T; t0 += kTile) {  // the row blocks that see it, the diagonal one first
@@ -560,25 +589,23 @@ bool Bf16DotInUse() {
 #endif
 }
 
-void FlashForward(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& head, FlashProducts products,
-                  float* scratch) {
-    if (products == FlashProducts::Float) return ForwardHead<FloatStep>(out, out16, ldo, lse, head, scratch);
+void FlashForward(float* out, bf16* out16, float* lse, const FlashHead& head, const FlashHead* next,
+                  FlashProducts products, float* scratch) {
+    if (products == FlashProducts::Float) return ForwardHead<FloatStep>(out, out16, lse, head, next, scratch);
 #if HG_FLASH_BF16_DOT
     if (products == FlashProducts::Bf16 && Bf16DotInUse())
-        return ForwardHead<DotStep>(out, out16, ldo, lse, head, scratch);
+        return ForwardHead<DotStep>(out, out16, lse, head, next, scratch);
 #endif
-    ForwardHead<WidenStep>(out, out16, ldo, lse, head, scratch);
+    ForwardHead<WidenStep>(out, out16, lse, head, next, scratch);
 }
 
-void FlashBackward(const FlashGrads& grads, const float* dout, const float* out, size_t ldo, const float* lse,
-                   const FlashHead& head, FlashProducts products, float* scratch) {
-    if (products == FlashProducts::Float)
-        return BackwardHead<FloatStep>(grads, dout, out, ldo, lse, head, scratch);
+void FlashBackward(const FlashGrads& grads, const FlashHead& head, const FlashHead* next, FlashProducts products,
+                   float* scratch) {
+    if (products == FlashProducts::Float) return BackwardHead<FloatStep>(grads, head, next, scratch);
 #if HG_FLASH_BF16_DOT
-    if (products == FlashProducts::Bf16 && Bf16DotInUse())
-        return BackwardHead<DotStep>(grads, dout, out, ldo, lse, head, scratch);
+    if (products == FlashProducts::Bf16 && Bf16DotInUse()) return BackwardHead<DotStep>(grads, head, next, scratch);
 #endif
-    BackwardHead<WidenStep>(grads, dout, out, ldo, lse, head, scratch);
+    BackwardHead<WidenStep>(grads, head, next, scratch);
 }
 
 }  // namespace hg::HWY_NAMESPACE
@@ -600,14 +627,14 @@ size_t flash_head_scratch(int T, int hs, FlashProducts products) {
 
 bool flash_bf16_dot_in_use() { return HWY_DYNAMIC_DISPATCH(Bf16DotInUse)(); }
 
-void flash_head_forward(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& head,
+void flash_head_forward(float* out, bf16* out16, float* lse, const FlashHead& head, const FlashHead* next,
                         FlashProducts products, float* scratch) {
-    HWY_DYNAMIC_DISPATCH(FlashForward)(out, out16, ldo, lse, head, products, scratch);
+    HWY_DYNAMIC_DISPATCH(FlashForward)(out, out16, lse, head, next, products, scratch);
 }
 
-void flash_head_backward(const FlashGrads& grads, const float* dout, const float* out, size_t ldo,
-                         const float* lse, const FlashHead& head, FlashProducts products, float* scratch) {
-    HWY_DYNAMIC_DISPATCH(FlashBackward)(grads, dout, out, ldo, lse, head, products, scratch);
+void flash_head_backward(const FlashGrads& grads, const FlashHead& head, const FlashHead* next,
+                         FlashProducts products, float* scratch) {
+    HWY_DYNAMIC_DISPATCH(FlashBackward)(grads, head, next, products, scratch);
 }
 
 }  // namespace hg

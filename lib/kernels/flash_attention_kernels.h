@@ -54,13 +54,17 @@ enum class FlashProducts {
     Bf16Widen,  // bf16 inputs, always widened (tests compare it with Bf16)
 };
 
-// One (b, h) of the layer. Entry (t, s) of its dropout is drop.keep(drop_base + t·T + s).
+// One (b, h) of the layer: its inputs. Entry (t, s) of its dropout is drop.keep(drop_base + t·T + s).
 struct FlashHead {
     int T = 0, hs = 0;
-    const float* q = nullptr;  // (T, hs), row stride ld
-    const float* k = nullptr;  // (T, hs), row stride ld
-    const float* v = nullptr;  // (T, hs), row stride ld
+    const float* q = nullptr;     // (T, hs), row stride ld
+    const float* k = nullptr;     // (T, hs), row stride ld
+    const float* v = nullptr;     // (T, hs), row stride ld
     size_t ld = 0;
+    const float* out = nullptr;   // (T, hs), row stride ldo: the forward's result, which the backward reads
+    const float* dout = nullptr;  // (T, hs), row stride ldo: the backward's
+    size_t ldo = 0;
+    const float* lse = nullptr;   // (T): the forward's, which the backward reads
     Dropout drop;
     size_t drop_base = 0;
 };
@@ -71,8 +75,11 @@ size_t flash_head_scratch(int T, int hs, FlashProducts products);
 // Does FlashProducts::Bf16 run on the CPU's bf16 dot products at the current SIMD target?
 bool flash_bf16_dot_in_use();
 
-// out (T, hs), row stride ldo, written; out16 likewise rounded (skipped when null); lse (T) written.
-void flash_head_forward(float* out, bf16* out16, size_t ldo, float* lse, const FlashHead& head,
+// out (T, hs), row stride head.ldo, written; out16 likewise rounded (skipped when null); lse (T)
+// written. next: the head this thread runs after this one (or null), whose inputs are asked for
+// while this one runs (its rows lie in other pages than this head's, where the hardware does not
+// look ahead).
+void flash_head_forward(float* out, bf16* out16, float* lse, const FlashHead& head, const FlashHead* next,
                         FlashProducts products, float* scratch);
 
 // The gradients of one head: dq, dk, dv (T, hs) written, row stride ld; dq16, dk16, dv16 likewise
@@ -82,8 +89,8 @@ struct FlashGrads {
     bf16 *dq16 = nullptr, *dk16 = nullptr, *dv16 = nullptr;
     size_t ld = 0;
 };
-// dout (T, hs) and out (T, hs), row stride ldo; lse (T) from the forward.
-void flash_head_backward(const FlashGrads& grads, const float* dout, const float* out, size_t ldo,
-                         const float* lse, const FlashHead& head, FlashProducts products, float* scratch);
+// From head.q, k, v, out, dout, lse; next as in the forward.
+void flash_head_backward(const FlashGrads& grads, const FlashHead& head, const FlashHead* next,
+                         FlashProducts products, float* scratch);
 
 }  // namespace hg

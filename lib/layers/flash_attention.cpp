@@ -44,19 +44,49 @@ static int thread_slot() {
 #endif
 }
 
+// Head bh's inputs (out, dout and lse are the backward's; null in the forward).
+static FlashHead head_at(int bh, const float* qkv, const float* out, const float* dout, const float* lse, int B,
+                         int T, int C, int NH, Dropout drop) {
+    const int b = bh / NH, h = bh % NH, hs = C / NH;
+    const size_t C3 = 3 * size_t(C);
+    const float* q = qkv + size_t(b) * T * C3 + size_t(h) * hs;  // (T, hs), row stride 3C
+    const size_t o = size_t(b) * T * C + size_t(h) * hs;         // head h's columns of out and dout
+    return FlashHead{T,
+                     hs,
+                     q,
+                     q + C,
+                     q + 2 * size_t(C),
+                     C3,
+                     out ? out + o : nullptr,
+                     dout ? dout + o : nullptr,
+                     size_t(C),
+                     lse ? lse + size_t(bh) * T : nullptr,
+                     drop,
+                     size_t(bh) * T * T};
+}
+
+// The head after bh, which the thread running bh most likely runs next (static schedule: each
+// thread takes a run of consecutive heads), or null after the last.
+static const FlashHead* next_of(int bh, int B, int NH, FlashHead& next, const float* qkv, const float* out,
+                                const float* dout, const float* lse, int T, int C, Dropout drop) {
+    if (bh + 1 >= B * NH) return nullptr;
+    next = head_at(bh + 1, qkv, out, dout, lse, B, T, C, NH, drop);
+    return &next;
+}
+
 static void forward(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size, const float* qkv,
                     int B, int T, int C, int NH, Dropout drop, FlashProducts products) {
     const int hs = flash_attention_check(B, T, C, NH, drop);
     check(out && lse && qkv, "flash attention: the forward needs out, lse and qkv");
-    const size_t C3 = 3 * size_t(C), per = flash_head_scratch(T, hs, products);
+    const size_t per = flash_head_scratch(T, hs, products);
     const int threads = flash_threads(scratch, scratch_size, per);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
-        const int b = bh / NH, h = bh % NH;
-        const float* q = qkv + size_t(b) * T * C3 + size_t(h) * hs;  // (T, hs), row stride 3C
-        const FlashHead head{T, hs, q, q + C, q + 2 * size_t(C), C3, drop, size_t(bh) * T * T};
-        const size_t at = size_t(b) * T * C + size_t(h) * hs;        // head h's columns of out
-        flash_head_forward(out + at, out16 ? out16 + at : nullptr, size_t(C), lse + size_t(bh) * T, head, products,
+        const FlashHead head = head_at(bh, qkv, out, nullptr, nullptr, B, T, C, NH, drop);
+        FlashHead after;
+        const FlashHead* next = next_of(bh, B, NH, after, qkv, nullptr, nullptr, nullptr, T, C, drop);
+        const size_t at = size_t(head.out - out);  // head h's columns of out
+        flash_head_forward(out + at, out16 ? out16 + at : nullptr, lse + size_t(bh) * T, head, next, products,
                            scratch + size_t(thread_slot()) * per);
     }
 }
@@ -66,18 +96,17 @@ static void backward(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_s
                      FlashProducts products) {
     const int hs = flash_attention_check(B, T, C, NH, drop);
     check(dqkv && dout && qkv && out && lse, "flash attention: the backward needs dqkv, dout, qkv, out and lse");
-    const size_t C3 = 3 * size_t(C), per = flash_head_scratch(T, hs, products);
+    const size_t per = flash_head_scratch(T, hs, products);
     const int threads = flash_threads(scratch, scratch_size, per);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
-        const int b = bh / NH, h = bh % NH;
-        const size_t at = size_t(b) * T * C3 + size_t(h) * hs;  // head h's q in qkv, and dq in dqkv
-        const FlashHead head{T, hs, qkv + at, qkv + at + C, qkv + at + 2 * size_t(C), C3, drop, size_t(bh) * T * T};
+        const FlashHead head = head_at(bh, qkv, out, dout, lse, B, T, C, NH, drop);
+        FlashHead after;
+        const FlashHead* next = next_of(bh, B, NH, after, qkv, out, dout, lse, T, C, drop);
+        const size_t at = size_t(head.q - qkv), C3 = 3 * size_t(C);  // head h's q in qkv, and dq in dqkv
         FlashGrads grads{dqkv + at, dqkv + at + C, dqkv + at + 2 * size_t(C), nullptr, nullptr, nullptr, C3};
         if (dqkv16) grads.dq16 = dqkv16 + at, grads.dk16 = dqkv16 + at + C, grads.dv16 = dqkv16 + at + 2 * size_t(C);
-        const size_t o = size_t(b) * T * C + size_t(h) * hs;  // head h's columns of dout and out
-        flash_head_backward(grads, dout + o, out + o, size_t(C), lse + size_t(bh) * T, head, products,
-                            scratch + size_t(thread_slot()) * per);
+        flash_head_backward(grads, head, next, products, scratch + size_t(thread_slot()) * per);
     }
 }
 
