@@ -596,9 +596,10 @@ TEST_CASE("flash attention in bf16: the bound check rejects planted bugs", "[fla
     CHECK(check_bound(sh, qkv, dout, drop, run_flash(sh, qkv, flipped, drop, drop, true), kU).dqkv > 1.0);
 }
 
-// The CPU's bf16 dot products and the widened products: the same steps (c += odd pair, then += even
-// pair, each rounded once), so with inputs that are bf16 numbers already both sit within the bound of
-// P̃'s and dS's rounding alone, and agree to float rounding. Run per head through the kernels.
+// The CPU's bf16 dot products and the widened products: the same exact products summed in another
+// order (pairs, odd then even, against k in order), so with inputs that are bf16 numbers already both
+// sit within the bound of P̃'s and dS's rounding alone, and agree to float rounding. Per head, through
+// the kernels, on every target (where the dot products do not run, both are widened: the same bits).
 TEST_CASE("flash attention in bf16: the CPU's dot products and the widened ones agree", "[flash][bf16][simd]") {
     const Shape sh{1, 130, 64, 1};
     auto qkv = randn<float>(sh.qkv(), 90, 1.5), dout = randn<float>(sh.out(), 91);
@@ -607,29 +608,35 @@ TEST_CASE("flash attention in bf16: the CPU's dot products and the widened ones 
     const Dropout drop{0.25f, 0x5eed};
     const int T = sh.T, hs = sh.hs();
     const size_t C3 = 3 * size_t(sh.C);
-    std::vector<Flash> runs;
-    for (FlashProducts products : {FlashProducts::Bf16, FlashProducts::Bf16Widen}) {
-        Flash r{Floats(sh.out()), Floats(sh.lse()), Floats(sh.qkv())};
-        const FlashHead head{T,         hs,       qkv.data(), qkv.data() + sh.C, qkv.data() + 2 * sh.C, C3, r.out.data(),
-                             dout.data(), size_t(sh.C), r.lse.data(), drop, 0};
-        Floats scratch(flash_head_scratch(T, hs, products), kNaN);
-        flash_head_forward(r.out.data(), nullptr, r.lse.data(), head, nullptr, products, scratch.data());
-        const FlashGrads grads{r.dqkv.data(), r.dqkv.data() + sh.C, r.dqkv.data() + 2 * sh.C, nullptr, nullptr,
-                               nullptr, C3};
-        flash_head_backward(grads, head, nullptr, products, scratch.data());
-        const Worst w = check_bound(sh, qkv, dout, drop, r, 0.0);
-        INFO((products == FlashProducts::Bf16 ? "dot products" : "widened") << ": worst out " << w.out << ", lse "
-                                                                            << w.lse << ", dqkv " << w.dqkv);
-        CHECK(w.out <= 1.0);
-        CHECK(w.lse <= 1.0);
-        CHECK(w.dqkv <= 1.0);
-        runs.push_back(r);
-    }
-    const double d_out = scaled_error(runs[0].out, runs[1].out), d_dqkv = scaled_error(runs[0].dqkv, runs[1].dqkv);
-    INFO("dot products in use: " << flash_bf16_dot_in_use() << "; differences: out " << d_out << ", dqkv " << d_dqkv
-                                 << ", entries that differ: " << mismatches(runs[0].dqkv, runs[1].dqkv));
-    CHECK(d_out <= 1e-6);
-    CHECK(d_dqkv <= 1e-6);
+    for_each_target([&](const std::string& target) {
+        std::vector<Flash> runs;
+        for (FlashProducts products : {FlashProducts::Bf16, FlashProducts::Bf16Widened}) {
+            Flash r{Floats(sh.out()), Floats(sh.lse()), Floats(sh.qkv())};
+            const FlashHead head{T, hs, qkv.data(), qkv.data() + sh.C, qkv.data() + 2 * sh.C, C3, r.out.data(),
+                                 dout.data(), size_t(sh.C), r.lse.data(), drop, 0};
+            Floats scratch(flash_head_scratch(T, hs, products), kNaN);
+            flash_head_forward(r.out.data(), nullptr, r.lse.data(), head, nullptr, products, scratch.data());
+            const FlashGrads grads{r.dqkv.data(), r.dqkv.data() + sh.C, r.dqkv.data() + 2 * sh.C, nullptr, nullptr,
+                                   nullptr, C3};
+            flash_head_backward(grads, head, nullptr, products, scratch.data());
+            const Worst w = check_bound(sh, qkv, dout, drop, r, 0.0);
+            INFO(target << ", " << (products == FlashProducts::Bf16 ? "Bf16" : "Bf16Widened") << ": worst out "
+                        << w.out << ", lse " << w.lse << ", dqkv " << w.dqkv);
+            CHECK(w.out <= 1.0);
+            CHECK(w.lse <= 1.0);
+            CHECK(w.dqkv <= 1.0);
+            runs.push_back(r);
+        }
+        const double d_out = scaled_error(runs[0].out, runs[1].out), d_dqkv = scaled_error(runs[0].dqkv, runs[1].dqkv);
+        INFO(target << ", dot products in use: " << flash_bf16_dot_in_use() << "; differences: out " << d_out
+                    << ", dqkv " << d_dqkv);
+        CHECK(d_out <= 1e-6);
+        CHECK(d_dqkv <= 1e-6);
+        if (!flash_bf16_dot_in_use()) {  // both widened
+            CHECK(mismatches(runs[0].out, runs[1].out) == 0);
+            CHECK(mismatches(runs[0].dqkv, runs[1].dqkv) == 0);
+        }
+    });
 }
 
 // ---- determinism ---------------------------------------------------------------------------------------

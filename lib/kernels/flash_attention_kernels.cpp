@@ -42,28 +42,29 @@ struct Carve {
     uint32_t* pairs(size_t n) { return reinterpret_cast<uint32_t*>(floats(n)); }
 };
 
-// The forward's regions. Float: kt (hs, Tp) = kᵀ, vp (Tp, hsp) = v. bf16: q16 (Tp, hsp/2) = q's rows
+// The forward's regions. Float: kt (hs, Tp) = kᵀ, qp, vp (Tp, hsp) = q, v (where they are copied). Pairs: q16 (Tp, hsp/2) = q's rows
 // in pairs along hs, kt2 (hsp/2, Tp) = k in pairs along hs, transposed, v2 (Tp/2, hsp) = v in pairs
 // along rows, p16 (tile, tile/2) = a tile's P̃ in pairs along keys. Both: s (tile, tile) the scores
 // and then P̃ in float, o (tile, hsp) the output's sums, m and l (tile) the running max and sum.
 struct ForwardSpace {
-    float *kt, *vp, *s, *o, *m, *l;
+    float *kt, *qp, *vp, *s, *o, *m, *l;
     uint32_t *q16, *kt2, *v2, *p16;
 };
-inline ForwardSpace forward_space(Carve& c, int T, int hs, bool bf16) {
+inline ForwardSpace forward_space(Carve& c, int T, int hs, bool pairs) {
     const size_t Tp = PadT(T), hsp = PadHs(hs), tile = kTile;
     ForwardSpace f{};
-    if (bf16) {
+    if (pairs) {
         f.q16 = c.pairs(Tp * hsp / 2), f.kt2 = c.pairs(hsp / 2 * Tp), f.v2 = c.pairs(Tp / 2 * hsp);
         f.p16 = c.pairs(tile * tile / 2);
     } else {
-        f.kt = c.floats(size_t(hs) * Tp), f.vp = c.floats(Tp * hsp);
+        f.kt = c.floats(size_t(hs) * Tp), f.qp = c.floats(Tp * hsp), f.vp = c.floats(Tp * hsp);
     }
     f.s = c.floats(tile * tile), f.o = c.floats(tile * hsp), f.m = c.floats(tile), f.l = c.floats(tile);
     return f;
 }
 
-// The backward's regions. Float: kt, vt (hs, Tp) = kᵀ, vᵀ; qp, kp, dop (Tp, hsp) = q, k, dout. bf16:
+// The backward's regions. Float: kt, vt (hs, Tp) = kᵀ, vᵀ; qp, kp, dop (Tp, hsp) = q, k, dout (where
+// they are copied). Pairs:
 // q16, do16 (Tp, hsp/2) in pairs along hs; kt2, vt2 (hsp/2, Tp) k, v in pairs along hs, transposed;
 // q2, k2, do2 (Tp/2, hsp) in pairs along rows; of a tile, pd2, ds2 (tile/2, tile) P̃ and dS in pairs
 // along rows and ds16 (tile, tile/2) dS in pairs along keys. Both: D (Tp); of a tile, p (tile, tile)
@@ -73,10 +74,10 @@ struct BackwardSpace {
     float *kt, *vt, *qp, *kp, *dop, *D, *p, *pd, *dp, *dq, *dk, *dv;
     uint32_t *q16, *do16, *kt2, *vt2, *q2, *k2, *do2, *pd2, *ds2, *ds16;
 };
-inline BackwardSpace backward_space(Carve& c, int T, int hs, bool bf16) {
+inline BackwardSpace backward_space(Carve& c, int T, int hs, bool pairs) {
     const size_t Tp = PadT(T), hsp = PadHs(hs), tile = kTile;
     BackwardSpace g{};
-    if (bf16) {
+    if (pairs) {
         g.q16 = c.pairs(Tp * hsp / 2), g.do16 = c.pairs(Tp * hsp / 2);
         g.kt2 = c.pairs(hsp / 2 * Tp), g.vt2 = c.pairs(hsp / 2 * Tp);
         g.q2 = c.pairs(Tp / 2 * hsp), g.k2 = c.pairs(Tp / 2 * hsp), g.do2 = c.pairs(Tp / 2 * hsp);
@@ -118,24 +119,14 @@ constexpr int kNV = 2;
 // A step of a product, c += a·b, for one number type of the operands.
 struct FloatStep {  // float operands
     using E = float;
+    static constexpr bool kRound = false;
     static HWY_INLINE V Bcast(const float* a) { return hn::Set(D(), *a); }
     static HWY_INLINE V Load(const float* b) { return hn::LoadU(D(), b); }
     static HWY_INLINE V Fma(V a, V b, V c) { return hn::MulAdd(a, b, c); }
 };
-struct WidenStep {  // bf16 pairs, widened to float: c += a_odd·b_odd, then c += a_even·b_even
-    using E = uint32_t;
-    static HWY_INLINE VU Bcast(const uint32_t* a) {
-        uint32_t x;
-        std::memcpy(&x, a, sizeof x);  // the region is written as bf16 too: read it as bytes
-        return hn::Set(DU(), x);
-    }
-    static HWY_INLINE VU Load(const uint32_t* b) { return hn::LoadU(DU(), b); }
-    static HWY_INLINE V Fma(VU a, VU b, V c) {
-        const D d;
-        const VU high = hn::Set(DU(), 0xFFFF0000u);
-        c = hn::MulAdd(hn::BitCast(d, hn::And(a, high)), hn::BitCast(d, hn::And(b, high)), c);
-        return hn::MulAdd(hn::BitCast(d, hn::ShiftLeft<16>(a)), hn::BitCast(d, hn::ShiftLeft<16>(b)), c);
-    }
+// float operands that hold bf16 numbers (rounded as they are laid out, widened back exactly)
+struct RoundedStep : FloatStep {
+    static constexpr bool kRound = true;
 };
 #undef HG_FLASH_BF16_DOT  // set once per target below
 // AVX512_BF16's dot product, on the 512-bit x86 targets. Highway 1.0.3 has no operation for it and
@@ -146,7 +137,15 @@ struct WidenStep {  // bf16 pairs, widened to float: c += a_odd·b_odd, then c +
                      (defined(HWY_AVX3_ZEN4) && HWY_TARGET == HWY_AVX3_ZEN4) || \
                      (defined(HWY_AVX3_SPR) && HWY_TARGET == HWY_AVX3_SPR))
 #define HG_FLASH_BF16_DOT 1
-struct DotStep : WidenStep {
+struct DotStep {  // bf16 pairs: c += a_odd·b_odd, then c += a_even·b_even, in one instruction
+    using E = uint32_t;
+    static constexpr bool kRound = false;  // rounded as they are paired
+    static HWY_INLINE VU Bcast(const uint32_t* a) {
+        uint32_t x;
+        std::memcpy(&x, a, sizeof x);  // the region is written as bf16 too: read it as bytes
+        return hn::Set(DU(), x);
+    }
+    static HWY_INLINE VU Load(const uint32_t* b) { return hn::LoadU(DU(), b); }
     static HWY_INLINE V Fma(VU a, VU b, V c) {
         __asm__("vdpbf16ps %2, %1, %0" : "+v"(c.raw) : "v"(a.raw), "v"(b.raw));
         return c;
@@ -411,19 +410,36 @@ struct Rows {
     const E* at(int r) const { return p + size_t(r) * ld; }
 };
 
-// The float operands whose rows run along hs: read where they are when hs is a whole number of
-// vectors, else copied, padded, into `pad` (Tp, hsp).
-Rows<float> InPlaceOrPadded(float* pad, const float* src, size_t lds, int T, int hs) {
-    if (hs == PadHs(hs)) return {src, lds};
+// x_j = x_j rounded to bf16 and widened back (exact) for j < n.
+void RoundInPlace(float* x, size_t n) {
+    const D d;
+    const size_t L = hn::Lanes(d);
+    size_t j = 0;
+    for (; j + L <= n; j += L) hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(Bf16Bits(d, hn::LoadU(d, x + j)))), d, x + j);
+    for (; j < n; j++) x[j] = bf16_to_float(bf16_from_float(x[j]));
+}
+
+// A float operand whose rows run along hs: read where it is when hs is a whole number of vectors and
+// nothing is rounded, else copied into `pad` (Tp, hsp), padded, and rounded to bf16 when `round`.
+Rows<float> Operand(float* pad, const float* src, size_t lds, int T, int hs, bool round) {
+    if (!round && hs == PadHs(hs)) return {src, lds};
     CopyPadded(pad, size_t(PadHs(hs)), src, lds, T, hs, PadT(T));
+    if (round) RoundInPlace(pad, size_t(PadT(T)) * PadHs(hs));
     return {pad, size_t(PadHs(hs))};
+}
+
+// kᵀ or vᵀ (hs, Tp) into dst, rounded to bf16 when `round`.
+Rows<float> Transposed(float* dst, const float* src, size_t lds, int T, int hs, bool round) {
+    Transpose(dst, size_t(PadT(T)), src, lds, T, hs, PadT(T));
+    if (round) RoundInPlace(dst, size_t(hs) * PadT(T));
+    return {dst, size_t(PadT(T))};
 }
 
 // ---- the forward of one head (F1–F4) ----------------------------------------------------------------
 template <class Step>
 void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const FlashHead* next, float* scratch) {
     using E = typename Step::E;
-    constexpr bool kBf16 = !std::is_same_v<E, float>;
+    constexpr bool kBf16 = !std::is_same_v<E, float>, kRound = Step::kRound;
     constexpr int kPer = kBf16 ? 2 : 1;  // positions per step of k
     const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T), blocks = (T + kTile - 1) / kTile;
     const size_t ldo = hd.ldo;
@@ -441,8 +457,9 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
         RoundPairsOfRows(sp.v2, size_t(hsp), hd.v, hd.ld, T, hs, Tp);
         qa = {sp.q16, half}, kt = {sp.kt2, size_t(Tp)}, vb = {sp.v2, size_t(hsp)};
     } else {
-        Transpose(sp.kt, size_t(Tp), hd.k, hd.ld, T, hs, Tp);
-        qa = {hd.q, hd.ld}, kt = {sp.kt, size_t(Tp)}, vb = InPlaceOrPadded(sp.vp, hd.v, hd.ld, T, hs);
+        kt = Transposed(sp.kt, hd.k, hd.ld, T, hs, kRound);
+        qa = kRound ? Operand(sp.qp, hd.q, hd.ld, T, hs, true) : Rows<float>{hd.q, hd.ld};  // a: any row stride
+        vb = Operand(sp.vp, hd.v, hd.ld, T, hs, kRound);
     }
     const int k_hs = (hs + kPer - 1) / kPer;  // the scores' K, in steps
     for (int t0 = 0; t0 < T; t0 += kTile) {
@@ -466,6 +483,7 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
                 sp.m[i] = m_new;
                 if (hd.drop.active()) dropout_apply_kernel(s_i, s_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
                 ScaleRow(sp.o + size_t(i) * hsp, hsp, c);
+                if constexpr (kRound) RoundInPlace(s_i, kTile);
                 if constexpr (kBf16) RoundRows(sp.p16 + size_t(i) * (kTile / 2), kTile / 2, s_i, kTile, 1, kTile, 1);
             }
             // F3: o += P̃ · v[s0:s1]
@@ -489,7 +507,7 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
 template <class Step>
 void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* next, float* scratch) {
     using E = typename Step::E;
-    constexpr bool kBf16 = !std::is_same_v<E, float>;
+    constexpr bool kBf16 = !std::is_same_v<E, float>, kRound = Step::kRound;
     constexpr int kPer = kBf16 ? 2 : 1;
     const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T), tiles = (T + kTile - 1) / kTile;
     const float *dout = hd.dout, *out = hd.out, *lse = hd.lse;
@@ -514,12 +532,10 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
         qa = {sp.q16, half}, da = {sp.do16, half}, kt = {sp.kt2, size_t(Tp)}, vt = {sp.vt2, size_t(Tp)};
         dob = {sp.do2, size_t(hsp)}, qb = {sp.q2, size_t(hsp)}, kb = {sp.k2, size_t(hsp)};
     } else {
-        Transpose(sp.kt, size_t(Tp), hd.k, hd.ld, T, hs, Tp);
-        Transpose(sp.vt, size_t(Tp), hd.v, hd.ld, T, hs, Tp);
-        qa = qb = InPlaceOrPadded(sp.qp, hd.q, hd.ld, T, hs);
-        da = dob = InPlaceOrPadded(sp.dop, dout, ldo, T, hs);
-        kb = InPlaceOrPadded(sp.kp, hd.k, hd.ld, T, hs);
-        kt = {sp.kt, size_t(Tp)}, vt = {sp.vt, size_t(Tp)};
+        kt = Transposed(sp.kt, hd.k, hd.ld, T, hs, kRound), vt = Transposed(sp.vt, hd.v, hd.ld, T, hs, kRound);
+        qa = qb = Operand(sp.qp, hd.q, hd.ld, T, hs, kRound);
+        da = dob = Operand(sp.dop, dout, ldo, T, hs, kRound);
+        kb = Operand(sp.kp, hd.k, hd.ld, T, hs, kRound);
     }
     for (int t = 0; t < T; t++) sp.D[t] = DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs);  // B0
     const int k_hs = (hs + kPer - 1) / kPer;
@@ -552,6 +568,10 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
             }
             // B1: dv[s0:s1] += P̃ᵀ · dout[t0:t1];  B4: dk[s0:s1] += dSᵀ · q[t0:t1],  dq[t0:t1] += dS · k[s0:s1]
             const int k_rows = (rows + kPer - 1) / kPer;
+            if constexpr (kRound) {  // P̃ and dS as the products read them (P itself is not read again)
+                RoundInPlace(sp.dp, size_t(rows) * kTile);
+                RoundInPlace(const_cast<float*>(pd), size_t(rows) * kTile);
+            }
             if constexpr (kBf16) {
                 RoundPairsOfRows(sp.pd2, kTile, pd, kTile, rows, kTile, kTile);
                 RoundPairsOfRows(sp.ds2, kTile, sp.dp, kTile, rows, kTile, kTile);
@@ -596,7 +616,7 @@ void FlashForward(float* out, bf16* out16, float* lse, const FlashHead& head, co
     if (products == FlashProducts::Bf16 && Bf16DotInUse())
         return ForwardHead<DotStep>(out, out16, lse, head, next, scratch);
 #endif
-    ForwardHead<WidenStep>(out, out16, lse, head, next, scratch);
+    ForwardHead<RoundedStep>(out, out16, lse, head, next, scratch);
 }
 
 void FlashBackward(const FlashGrads& grads, const FlashHead& head, const FlashHead* next, FlashProducts products,
@@ -605,7 +625,7 @@ void FlashBackward(const FlashGrads& grads, const FlashHead& head, const FlashHe
 #if HG_FLASH_BF16_DOT
     if (products == FlashProducts::Bf16 && Bf16DotInUse()) return BackwardHead<DotStep>(grads, head, next, scratch);
 #endif
-    BackwardHead<WidenStep>(grads, head, next, scratch);
+    BackwardHead<RoundedStep>(grads, head, next, scratch);
 }
 
 }  // namespace hg::HWY_NAMESPACE
@@ -618,11 +638,15 @@ HWY_EXPORT(FlashBackward);
 HWY_EXPORT(Bf16DotInUse);
 
 size_t flash_head_scratch(int T, int hs, FlashProducts products) {
-    const bool pairs = products != FlashProducts::Float;
-    flash_space::Carve forward{nullptr}, backward{nullptr};
-    flash_space::forward_space(forward, T, hs, pairs);
-    flash_space::backward_space(backward, T, hs, pairs);
-    return std::max(forward.used, backward.used);
+    size_t most = 0;
+    for (bool pairs : {false, true}) {  // Bf16 lays its operands out in pairs where it runs on dot products
+        if (pairs && products != FlashProducts::Bf16) continue;
+        flash_space::Carve forward{nullptr}, backward{nullptr};
+        flash_space::forward_space(forward, T, hs, pairs);
+        flash_space::backward_space(backward, T, hs, pairs);
+        most = std::max({most, forward.used, backward.used});
+    }
+    return most;
 }
 
 bool flash_bf16_dot_in_use() { return HWY_DYNAMIC_DISPATCH(Bf16DotInUse)(); }

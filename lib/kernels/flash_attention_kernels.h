@@ -28,12 +28,14 @@
 // v transposed for the scores and dP, v, dout, q, k copied with their rows padded to a whole number
 // of vectors for the others. Sums run over k in increasing order, one lane per element.
 //
-// bf16: the operands are rounded to bf16 as they are laid out, two along k in one 32-bit number (a
-// pair: the even k in the low half). A step of a product is then c += a₂ₖ₊₁·b₂ₖ₊₁, then c += a₂ₖ·b₂ₖ,
-// each rounded once (the bf16 products are exact in float): by AVX512_BF16's vdpbf16ps where the CPU
-// has it and the target is a 512-bit x86 one, else by widening both halves to float (exact) and two
-// fused multiply-adds in that order. The two agree to the last bit, except that vdpbf16ps treats
-// subnormal inputs and results as 0 (2⁻¹²⁶, far below the bound the tests check).
+// bf16: the operands are rounded to bf16 as they are laid out. Where the CPU has AVX512_BF16 and the
+// target is a 512-bit x86 one, two of them along k go in one 32-bit number (a pair: the even k in
+// the low half) and a step of a product is vdpbf16ps: c += a₂ₖ₊₁·b₂ₖ₊₁, then c += a₂ₖ·b₂ₖ, each
+// rounded once (a product of two bf16 numbers is exact in float). Elsewhere the rounded operands are
+// widened back to float as they are laid out (exact) and the float products run on them: the same
+// products up to the order of the float sums, at the float kernels' speed plus the rounding. Both
+// keep the bf16 contract (bf16 inputs, float sums); vdpbf16ps treats subnormal inputs and results
+// as 0 (2⁻¹²⁶, far below the bound the tests check).
 #pragma once
 #include <cstddef>
 
@@ -49,9 +51,9 @@ constexpr int kFlashTile = 64;
 
 // Which products a kernel runs.
 enum class FlashProducts {
-    Float,      // float inputs
-    Bf16,       // bf16 inputs: the CPU's dot products where it has them, else widened
-    Bf16Widen,  // bf16 inputs, always widened (tests compare it with Bf16)
+    Float,        // float inputs
+    Bf16,         // bf16 inputs: the CPU's dot products where it has them, else Bf16Widened
+    Bf16Widened,  // bf16 inputs widened back to float as they are laid out, float products
 };
 
 // One (b, h) of the layer: its inputs. Entry (t, s) of its dropout is drop.keep(drop_base + t·T + s).

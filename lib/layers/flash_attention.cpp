@@ -121,14 +121,16 @@ void flash_attention_backward(float* dqkv, float* scratch, size_t scratch_size, 
 }
 
 void flash_attention_forward_bf16(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size,
-                                  const float* qkv, int B, int T, int C, int NH, Dropout drop) {
-    forward(out, out16, lse, scratch, scratch_size, qkv, B, T, C, NH, drop, FlashProducts::Bf16);
+                                  const float* qkv, int B, int T, int C, int NH, Dropout drop, FlashProducts products) {
+    check(products != FlashProducts::Float, "flash attention: the bf16 forward needs bf16 products");
+    forward(out, out16, lse, scratch, scratch_size, qkv, B, T, C, NH, drop, products);
 }
 
 void flash_attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_size, const float* dout,
                                    const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH,
-                                   Dropout drop) {
-    backward(dqkv, dqkv16, scratch, scratch_size, dout, qkv, out, lse, B, T, C, NH, drop, FlashProducts::Bf16);
+                                   Dropout drop, FlashProducts products) {
+    check(products != FlashProducts::Float, "flash attention: the bf16 backward needs bf16 products");
+    backward(dqkv, dqkv16, scratch, scratch_size, dout, qkv, out, lse, B, T, C, NH, drop, products);
 }
 
 }  // namespace hg
