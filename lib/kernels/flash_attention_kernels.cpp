@@ -235,21 +235,26 @@ void Product(float* c, size_t ldc, const typename Step::E* a, size_t ars, size_t
 }
 
 // ---- laying the operands out --------------------------------------------------------------------
-// dst (cols, rows_pad), row stride ldd, = src (rows, cols)ᵀ, row stride lds; zero past rows. A
-// vector of dst's row j gathers column j of a vector's worth of src's rows. E: float, or uint32_t
-// (bf16 pairs, moved whole).
+// src (rows, cols), row stride lds, transposed into tiles: the transpose of rows [j·kTile, (j+1)·kTile)
+// is block j of dst, (cols, kTile) with row stride kTile, at dst + j·cols·kTile; zero past rows, up to
+// rows_pad (a whole number of tiles). A key tile of kᵀ or vᵀ is then one contiguous block: with a row
+// stride of Tp instead, its rows 4 KiB apart (T 1024) would share a few sets of L1 and evict each
+// other. A vector of a block's row gathers column j of a vector's worth of src's rows. E: float, or
+// uint32_t (bf16 pairs, moved whole).
 template <typename E>
-void Transpose(E* dst, size_t ldd, const E* src, size_t lds, int rows, int cols, int rows_pad) {
+void TransposeTiles(E* dst, const E* src, size_t lds, int rows, int cols, int rows_pad) {
     const hn::Rebind<E, D> de;
     const hn::RebindToSigned<decltype(de)> di;
-    const int L = int(hn::Lanes(de));
+    const int L = int(hn::Lanes(de));  // divides kTile
     const auto at = hn::Mul(hn::Iota(di, 0), hn::Set(di, int32_t(lds)));  // lds·3·T fits an int32 (the layer's size)
+    auto out = [&](int j, int r) { return dst + size_t(r / kTile) * cols * kTile + size_t(j) * kTile + r % kTile; };
     int r = 0;
     for (; r + L <= rows; r += L)
-        for (int j = 0; j < cols; j++) hn::StoreU(hn::GatherIndex(de, src + size_t(r) * lds + j, at), de, dst + size_t(j) * ldd + r);
+        for (int j = 0; j < cols; j++) hn::StoreU(hn::GatherIndex(de, src + size_t(r) * lds + j, at), de, out(j, r));
     for (; r < rows; r++)
-        for (int j = 0; j < cols; j++) dst[size_t(j) * ldd + r] = src[size_t(r) * lds + j];
-    for (int j = 0; j < cols; j++) std::fill(dst + size_t(j) * ldd + rows, dst + size_t(j) * ldd + rows_pad, E(0));
+        for (int j = 0; j < cols; j++) *out(j, r) = src[size_t(r) * lds + j];
+    for (; r < rows_pad; r++)
+        for (int j = 0; j < cols; j++) *out(j, r) = E(0);
 }
 
 // dst (rows_pad, ldd) = src (rows, cols), row stride lds, zero past cols and rows.
@@ -428,11 +433,11 @@ Rows<float> Operand(float* pad, const float* src, size_t lds, int T, int hs, boo
     return {pad, size_t(PadHs(hs))};
 }
 
-// kᵀ or vᵀ (hs, Tp) into dst, rounded to bf16 when `round`.
+// kᵀ or vᵀ in tiles (TransposeTiles) into dst, rounded to bf16 when `round`.
 Rows<float> Transposed(float* dst, const float* src, size_t lds, int T, int hs, bool round) {
-    Transpose(dst, size_t(PadT(T)), src, lds, T, hs, PadT(T));
+    TransposeTiles(dst, src, lds, T, hs, PadT(T));
     if (round) RoundInPlace(dst, size_t(hs) * PadT(T));
-    return {dst, size_t(PadT(T))};
+    return {dst, size_t(kTile)};
 }
 
 // ---- the forward of one head (F1–F4) ----------------------------------------------------------------
@@ -453,9 +458,9 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
         const size_t half = size_t(hsp) / 2;
         RoundRows(sp.q16, half, hd.q, hd.ld, T, hs, Tp);
         RoundRows(sp.v2, half, hd.k, hd.ld, T, hs, Tp);  // k's rows, in v2's place for now
-        Transpose(sp.kt2, size_t(Tp), sp.v2, half, Tp, (hs + 1) / 2, Tp);
+        TransposeTiles(sp.kt2, sp.v2, half, Tp, (hs + 1) / 2, Tp);
         RoundPairsOfRows(sp.v2, size_t(hsp), hd.v, hd.ld, T, hs, Tp);
-        qa = {sp.q16, half}, kt = {sp.kt2, size_t(Tp)}, vb = {sp.v2, size_t(hsp)};
+        qa = {sp.q16, half}, kt = {sp.kt2, size_t(kTile)}, vb = {sp.v2, size_t(hsp)};
     } else {
         kt = Transposed(sp.kt, hd.k, hd.ld, T, hs, kRound);
         qa = kRound ? Operand(sp.qp, hd.q, hd.ld, T, hs, true) : Rows<float>{hd.q, hd.ld};  // a: any row stride
@@ -472,8 +477,8 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
         for (int s0 = 0; s0 < t1; s0 += kTile) {  // tiles from t1 on lie above the diagonal: skipped
             const int s1 = std::min(s0 + kTile, t1), off = t0 - s0;
             // F1: raw dot products q_t · k_s (1/√hs comes in the row pass)
-            Product<Step>(sp.s, kTile, qa.at(t0), qa.ld, 1, kt.p + s0, kt.ld, rows, kTile, k_hs, Causal::Cols, off,
-                          false);
+            Product<Step>(sp.s, kTile, qa.at(t0), qa.ld, 1, kt.p + size_t(s0) * k_hs, kt.ld, rows, kTile, k_hs,
+                          Causal::Cols, off, false);  // kᵀ's tile s0 / kTile: k_hs rows of kTile
             for (int i = 0; i < rows; i++) {  // F2, F3 on row t = t0 + i, keys s0 .. s0 + n - 1
                 const int t = t0 + i, n = std::min(s1, t + 1) - s0;
                 float* s_i = sp.s + size_t(i) * kTile;
@@ -523,13 +528,13 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
         RoundRows(sp.q16, half, hd.q, hd.ld, T, hs, Tp);
         RoundRows(sp.do16, half, dout, ldo, T, hs, Tp);
         RoundRows(sp.k2, half, hd.k, hd.ld, T, hs, Tp);  // k's rows, in k2's place for now
-        Transpose(sp.kt2, size_t(Tp), sp.k2, half, Tp, (hs + 1) / 2, Tp);
+        TransposeTiles(sp.kt2, sp.k2, half, Tp, (hs + 1) / 2, Tp);
         RoundRows(sp.do2, half, hd.v, hd.ld, T, hs, Tp);  // v's rows, in do2's place for now
-        Transpose(sp.vt2, size_t(Tp), sp.do2, half, Tp, (hs + 1) / 2, Tp);
+        TransposeTiles(sp.vt2, sp.do2, half, Tp, (hs + 1) / 2, Tp);
         RoundPairsOfRows(sp.q2, size_t(hsp), hd.q, hd.ld, T, hs, Tp);
         RoundPairsOfRows(sp.k2, size_t(hsp), hd.k, hd.ld, T, hs, Tp);
         RoundPairsOfRows(sp.do2, size_t(hsp), dout, ldo, T, hs, Tp);
-        qa = {sp.q16, half}, da = {sp.do16, half}, kt = {sp.kt2, size_t(Tp)}, vt = {sp.vt2, size_t(Tp)};
+        qa = {sp.q16, half}, da = {sp.do16, half}, kt = {sp.kt2, size_t(kTile)}, vt = {sp.vt2, size_t(kTile)};
         dob = {sp.do2, size_t(hsp)}, qb = {sp.q2, size_t(hsp)}, kb = {sp.k2, size_t(hsp)};
     } else {
         kt = Transposed(sp.kt, hd.k, hd.ld, T, hs, kRound), vt = Transposed(sp.vt, hd.v, hd.ld, T, hs, kRound);
@@ -550,10 +555,11 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
         for (int t0 = s0; t0 < T; t0 += kTile) {  // the row blocks that see it, the diagonal one first
             const int t1 = std::min(T, t0 + kTile), rows = t1 - t0, off = t0 - s0;
             // the scores again (F1's product, the same floats), and B1's dP = dout · vᵀ
-            Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt.p + s0, kt.ld, rows, kTile, k_hs, Causal::Cols, off,
-                          false);
-            Product<Step>(sp.dp, kTile, da.at(t0), da.ld, 1, vt.p + s0, vt.ld, rows, kTile, k_hs, Causal::Cols, off,
-                          false);
+            const size_t tile_at = size_t(s0) * k_hs;  // kᵀ's and vᵀ's tile s0 / kTile: k_hs rows of kTile
+            Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt.p + tile_at, kt.ld, rows, kTile, k_hs, Causal::Cols,
+                          off, false);
+            Product<Step>(sp.dp, kTile, da.at(t0), da.ld, 1, vt.p + tile_at, vt.ld, rows, kTile, k_hs, Causal::Cols,
+                          off, false);
             const float* pd = hd.drop.active() ? sp.pd : sp.p;  // P̃: P itself without dropout
             for (int i = 0; i < rows; i++) {
                 const int t = t0 + i, n = std::min(s1, t + 1) - s0;
