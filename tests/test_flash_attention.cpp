@@ -110,7 +110,7 @@ struct Flash {
 // Forward then backward of the flash layer (float, or bf16 products) on buffers filled with `fill`,
 // scratch too (so a result that read them shows); the bf16 copies checked to be out and dqkv rounded.
 Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout fwd, Dropout bwd, bool in_bf16,
-                float fill = kNaN) {
+                float fill = kNaN, FlashProducts products = FlashProducts::Bf16Widened) {
     Flash r{Floats(sh.out(), fill), Floats(sh.lse(), fill), Floats(sh.qkv(), fill)};
 #ifdef _OPENMP
     const int threads = omp_get_max_threads();
@@ -122,9 +122,9 @@ Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout 
     if (in_bf16) {
         std::vector<bf16> out16(r.out.size(), 0x7FC0), dqkv16(r.dqkv.size(), 0x7FC0);  // NaNs
         flash_attention_forward_bf16(r.out.data(), out16.data(), r.lse.data(), scratch.data(), scratch.size(),
-                                     qkv.data(), sh.B, sh.T, sh.C, sh.NH, fwd);
+                                     qkv.data(), sh.B, sh.T, sh.C, sh.NH, fwd, products);
         flash_attention_backward_bf16(r.dqkv.data(), dqkv16.data(), scratch.data(), scratch.size(), dout.data(),
-                                      qkv.data(), r.out.data(), r.lse.data(), sh.B, sh.T, sh.C, sh.NH, bwd);
+                                      qkv.data(), r.out.data(), r.lse.data(), sh.B, sh.T, sh.C, sh.NH, bwd, products);
         size_t wrong = 0;
         for (size_t i = 0; i < out16.size(); i++) wrong += out16[i] != bf16_from_float(r.out[i]);
         for (size_t i = 0; i < dqkv16.size(); i++) wrong += dqkv16[i] != bf16_from_float(r.dqkv[i]);
@@ -407,8 +407,8 @@ TEST_CASE("flash attention rejects bad arguments with hg::Error", "[flash][layer
     CHECK_THROWS_AS(flash_attention_forward(x, x, nullptr, n, x, 2, 3, 6, 2, Dropout{}), Error);
     CHECK_THROWS_AS(flash_attention_forward(x, x, x, flash_attention_scratch(3, 6, 2) - 1, x, 2, 3, 6, 2, Dropout{}),
                     Error);
-    CHECK_THROWS_AS(flash_attention_backward_bf16(x, nullptr, x, flash_attention_bf16_scratch(3, 6, 2) - 1, x, x, x, x, 2,
-                                                  3, 6, 2, Dropout{}),
+    CHECK_THROWS_AS(flash_attention_backward_bf16(x, nullptr, x, 16, x, x, x, x, 2, 3, 6, 2, Dropout{}), Error);
+    CHECK_THROWS_AS(flash_attention_forward_bf16(x, nullptr, x, x, n, x, 2, 3, 6, 2, Dropout{}, FlashProducts::Float),
                     Error);
     CHECK_THROWS_AS(flash_attention_scratch(3, 6, 4), Error);
     double d[64] = {};
@@ -555,12 +555,13 @@ const Shape kBoundShapes[] = {
 TEST_CASE("flash attention in bf16: out, lse and dqkv within the bound from u, ε and K; float far below it",
           "[flash][bf16]") {
     for (const Shape& sh : kBoundShapes)
-        for (float p : {0.0f, 0.25f}) {
+        for (float p : {0.0f, 0.25f})
+            for (FlashProducts products : {FlashProducts::Bf16Widened, FlashProducts::Bf16Dot}) {
             const Dropout drop{p, 0x5eed};
             const auto qkv = randn<float>(sh.qkv(), 40 + sh.T, 1.5), dout = randn<float>(sh.out(), 41 + sh.T);
-            const Worst w = check_bound(sh, qkv, dout, drop, run_flash(sh, qkv, dout, drop, drop, true), kU);
+            const Worst w = check_bound(sh, qkv, dout, drop, run_flash(sh, qkv, dout, drop, drop, true, kNaN, products), kU);
             const Worst f = check_bound(sh, qkv, dout, drop, run_flash(sh, qkv, dout, drop, drop, false), kU);
-            INFO(describe(sh, p) << (flash_bf16_dot_in_use() ? " (bf16 dot products)" : " (widened)")
+            INFO(describe(sh, p) << (products == FlashProducts::Bf16Dot && flash_bf16_dot_available() ? ", dot products" : ", widened")
                                  << ": worst of the bound, bf16 out " << w.out << ", lse " << w.lse << ", dqkv "
                                  << w.dqkv << "; float out " << f.out << ", lse " << f.lse << ", dqkv " << f.dqkv);
             CHECK(w.out <= 1.0);
@@ -610,7 +611,7 @@ TEST_CASE("flash attention in bf16: the CPU's dot products and the widened ones 
     const size_t C3 = 3 * size_t(sh.C);
     for_each_target([&](const std::string& target) {
         std::vector<Flash> runs;
-        for (FlashProducts products : {FlashProducts::Bf16, FlashProducts::Bf16Widened}) {
+        for (FlashProducts products : {FlashProducts::Bf16Dot, FlashProducts::Bf16Widened}) {
             Flash r{Floats(sh.out()), Floats(sh.lse()), Floats(sh.qkv())};
             const FlashHead head{T, hs, qkv.data(), qkv.data() + sh.C, qkv.data() + 2 * sh.C, C3, r.out.data(),
                                  dout.data(), size_t(sh.C), r.lse.data(), drop, 0};
@@ -620,7 +621,7 @@ TEST_CASE("flash attention in bf16: the CPU's dot products and the widened ones 
                                    nullptr, C3};
             flash_head_backward(grads, head, nullptr, products, scratch.data());
             const Worst w = check_bound(sh, qkv, dout, drop, r, 0.0);
-            INFO(target << ", " << (products == FlashProducts::Bf16 ? "Bf16" : "Bf16Widened") << ": worst out "
+            INFO(target << ", " << (products == FlashProducts::Bf16Dot ? "Bf16Dot" : "Bf16Widened") << ": worst out "
                         << w.out << ", lse " << w.lse << ", dqkv " << w.dqkv);
             CHECK(w.out <= 1.0);
             CHECK(w.lse <= 1.0);
@@ -628,11 +629,11 @@ TEST_CASE("flash attention in bf16: the CPU's dot products and the widened ones 
             runs.push_back(r);
         }
         const double d_out = scaled_error(runs[0].out, runs[1].out), d_dqkv = scaled_error(runs[0].dqkv, runs[1].dqkv);
-        INFO(target << ", dot products in use: " << flash_bf16_dot_in_use() << "; differences: out " << d_out
+        INFO(target << ", dot products available: " << flash_bf16_dot_available() << "; differences: out " << d_out
                     << ", dqkv " << d_dqkv);
         CHECK(d_out <= 1e-6);
         CHECK(d_dqkv <= 1e-6);
-        if (!flash_bf16_dot_in_use()) {  // both widened
+        if (!flash_bf16_dot_available()) {  // both widened
             CHECK(mismatches(runs[0].out, runs[1].out) == 0);
             CHECK(mismatches(runs[0].dqkv, runs[1].dqkv) == 0);
         }

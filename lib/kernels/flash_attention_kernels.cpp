@@ -42,20 +42,22 @@ struct Carve {
     uint32_t* pairs(size_t n) { return reinterpret_cast<uint32_t*>(floats(n)); }
 };
 
-// The forward's regions. Float: kt (hs, Tp) = kᵀ, qp, vp (Tp, hsp) = q, v (where they are copied). Pairs: q16 (Tp, hsp/2) = q's rows
-// in pairs along hs, kt2 (hsp/2, Tp) = k in pairs along hs, transposed, v2 (Tp/2, hsp) = v in pairs
-// along rows, p16 (tile, tile/2) = a tile's P̃ in pairs along keys. Both: s (tile, tile) the scores
-// and then P̃ in float, o (tile, hsp) the output's sums, m and l (tile) the running max and sum.
+// The forward's regions. Float: kt (Tp/tile blocks of (hs, tile)) = kᵀ tile by tile; qp, vp (Tp, hsp)
+// = q, v where they are copied (rounded, or hs no whole number of vectors). Pairs: q16 (Tp, hsp/2) =
+// q's rows in pairs along hs; kt2 (Tp/tile blocks of (hsp/2, tile)) = k in pairs along hs, tile by tile,
+// transposed; v2 (Tp/2, hsp) = v in pairs along rows; p16 (tile, tile/2) = a tile's P̃ in pairs along
+// keys; k16 (tile, hsp/2) a tile of k's rows on their way to kt2. Both: s (tile, tile) the scores, then
+// P̃ in float; o (tile, hsp) the output's sums; m and l (tile) the running max and sum.
 struct ForwardSpace {
     float *kt, *qp, *vp, *s, *o, *m, *l;
-    uint32_t *q16, *kt2, *v2, *p16;
+    uint32_t *q16, *kt2, *v2, *p16, *k16;
 };
 inline ForwardSpace forward_space(Carve& c, int T, int hs, bool pairs) {
     const size_t Tp = PadT(T), hsp = PadHs(hs), tile = kTile;
     ForwardSpace f{};
     if (pairs) {
         f.q16 = c.pairs(Tp * hsp / 2), f.kt2 = c.pairs(hsp / 2 * Tp), f.v2 = c.pairs(Tp / 2 * hsp);
-        f.p16 = c.pairs(tile * tile / 2);
+        f.p16 = c.pairs(tile * tile / 2), f.k16 = c.pairs(tile * hsp / 2);
     } else {
         f.kt = c.floats(size_t(hs) * Tp), f.qp = c.floats(Tp * hsp), f.vp = c.floats(Tp * hsp);
     }
@@ -63,27 +65,28 @@ inline ForwardSpace forward_space(Carve& c, int T, int hs, bool pairs) {
     return f;
 }
 
-// The backward's regions. Float: kt, vt (hs, Tp) = kᵀ, vᵀ; qp, kp, dop (Tp, hsp) = q, k, dout (where
-// they are copied). Pairs:
-// q16, do16 (Tp, hsp/2) in pairs along hs; kt2, vt2 (hsp/2, Tp) k, v in pairs along hs, transposed;
-// q2, k2, do2 (Tp/2, hsp) in pairs along rows; of a tile, pd2, ds2 (tile/2, tile) P̃ and dS in pairs
-// along rows and ds16 (tile, tile/2) dS in pairs along keys. Both: D (Tp); of a tile, p (tile, tile)
-// the probabilities, pd (tile, tile) P̃ (with dropout), dp (tile, tile) dP, then dA, then dS; dq
-// (Tp, hsp), dk, dv (tile, hsp) the gradients' sums.
+// The backward's regions. Float: kt, vt (hs, tile) = the current key tile of kᵀ, vᵀ; qp, kp, dop (Tp,
+// hsp) = q, k, dout where they are copied. Pairs: kt2, vt2 (hsp/2, tile) the same in pairs along hs;
+// q16, do16 (Tp, hsp/2) q's and dout's rows in pairs along hs; q2, k2, do2 (Tp/2, hsp) in pairs along
+// rows; of a tile, pd2, ds2 (tile/2, tile) P̃ and dS in pairs along rows and ds16 (tile, tile/2) dS in
+// pairs along keys; k16 (tile, hsp/2) a tile of k's or v's rows on their way to kt2, vt2. Both: D (Tp);
+// of a tile, p (tile, tile) the probabilities, pd (tile, tile) P̃ (with dropout), dp (tile, tile) dP,
+// then dA, then dS; dq (Tp, hsp), dk, dv (tile, hsp) the gradients' sums.
 struct BackwardSpace {
     float *kt, *vt, *qp, *kp, *dop, *D, *p, *pd, *dp, *dq, *dk, *dv;
-    uint32_t *q16, *do16, *kt2, *vt2, *q2, *k2, *do2, *pd2, *ds2, *ds16;
+    uint32_t *q16, *do16, *kt2, *vt2, *q2, *k2, *do2, *pd2, *ds2, *ds16, *k16;
 };
 inline BackwardSpace backward_space(Carve& c, int T, int hs, bool pairs) {
     const size_t Tp = PadT(T), hsp = PadHs(hs), tile = kTile;
     BackwardSpace g{};
     if (pairs) {
         g.q16 = c.pairs(Tp * hsp / 2), g.do16 = c.pairs(Tp * hsp / 2);
-        g.kt2 = c.pairs(hsp / 2 * Tp), g.vt2 = c.pairs(hsp / 2 * Tp);
+        g.kt2 = c.pairs(hsp / 2 * tile), g.vt2 = c.pairs(hsp / 2 * tile);
         g.q2 = c.pairs(Tp / 2 * hsp), g.k2 = c.pairs(Tp / 2 * hsp), g.do2 = c.pairs(Tp / 2 * hsp);
         g.pd2 = c.pairs(tile / 2 * tile), g.ds2 = c.pairs(tile / 2 * tile), g.ds16 = c.pairs(tile * tile / 2);
+        g.k16 = c.pairs(tile * hsp / 2);
     } else {
-        g.kt = c.floats(size_t(hs) * Tp), g.vt = c.floats(size_t(hs) * Tp);
+        g.kt = c.floats(size_t(hs) * tile), g.vt = c.floats(size_t(hs) * tile);
         g.qp = c.floats(Tp * hsp), g.kp = c.floats(Tp * hsp), g.dop = c.floats(Tp * hsp);
     }
     g.D = c.floats(Tp), g.p = c.floats(tile * tile), g.pd = c.floats(tile * tile), g.dp = c.floats(tile * tile);
@@ -132,7 +135,7 @@ struct RoundedStep : FloatStep {
 // AVX512_BF16's dot product, on the 512-bit x86 targets. Highway 1.0.3 has no operation for it and
 // its target attribute cannot be added to the kernels' (the intrinsic would then not inline into
 // them), so this one instruction is written as assembly: the assembler takes it whatever the
-// compiler's target; it runs only where cpu_has_bf16_dot() said the CPU has it (Bf16DotInUse).
+// compiler's target; it runs only where cpu_has_bf16_dot() said the CPU has it (Bf16DotAvailable).
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || \
                      (defined(HWY_AVX3_ZEN4) && HWY_TARGET == HWY_AVX3_ZEN4) || \
                      (defined(HWY_AVX3_SPR) && HWY_TARGET == HWY_AVX3_SPR))
@@ -387,15 +390,14 @@ void PrefetchRows(const float* p, size_t ld, int rows, int cols) {
         for (int j = 0; j < cols; j += kLine) hwy::Prefetch(p + size_t(r) * ld + j);
 }
 
-// The part-th of `parts` slices of the next head's rows (q, k, v; with its out and dout for the
-// backward), asked for while this head's work runs: one slice per tile keeps the requests spread.
-void PrefetchNext(const FlashHead* next, bool backward, int part, int parts) {
-    if (!next) return;
-    const int r0 = next->T * part / parts, r1 = next->T * (part + 1) / parts;
-    for (const float* m : {next->q, next->k, next->v}) PrefetchRows(m + size_t(r0) * next->ld, next->ld, r1 - r0, next->hs);
+// The rows [r0, r1) of the head's inputs a block or tile is about to read, asked for ahead: q, k, v;
+// with `backward`, out and dout too.
+void PrefetchInputs(const FlashHead& hd, bool backward, int r0, int r1) {
+    r1 = std::min(r1, hd.T);
+    if (r0 >= r1) return;
+    for (const float* m : {hd.q, hd.k, hd.v}) PrefetchRows(m + size_t(r0) * hd.ld, hd.ld, r1 - r0, hd.hs);
     if (backward)
-        for (const float* m : {next->out, next->dout})
-            PrefetchRows(m + size_t(r0) * next->ldo, next->ldo, r1 - r0, next->hs);
+        for (const float* m : {hd.out, hd.dout}) PrefetchRows(m + size_t(r0) * hd.ldo, hd.ldo, r1 - r0, hd.hs);
 }
 
 // Rows of a sum in working space (row stride lds) into the layer's tensor (row stride ldd), and its
@@ -424,61 +426,83 @@ void RoundInPlace(float* x, size_t n) {
     for (; j < n; j++) x[j] = bf16_to_float(bf16_from_float(x[j]));
 }
 
-// A float operand whose rows run along hs: read where it is when hs is a whole number of vectors and
-// nothing is rounded, else copied into `pad` (Tp, hsp), padded, and rounded to bf16 when `round`.
-Rows<float> Operand(float* pad, const float* src, size_t lds, int T, int hs, bool round) {
-    if (!round && hs == PadHs(hs)) return {src, lds};
-    CopyPadded(pad, size_t(PadHs(hs)), src, lds, T, hs, PadT(T));
-    if (round) RoundInPlace(pad, size_t(PadT(T)) * PadHs(hs));
-    return {pad, size_t(PadHs(hs))};
+// Rows [r0, r1) of a float operand whose rows run along hs into `pad` (Tp, hsp): copied, zero past
+// hs (and, when r1 = T, past T up to Tp), and rounded to bf16 when `round`.
+void LayRows(float* pad, const float* src, size_t lds, int r0, int r1, int T, int hs, bool round) {
+    const int hsp = PadHs(hs), rows_pad = (r1 == T ? PadT(T) : r1) - r0;
+    CopyPadded(pad + size_t(r0) * hsp, size_t(hsp), src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad);
+    if (round) RoundInPlace(pad + size_t(r0) * hsp, size_t(rows_pad) * hsp);
 }
 
-// kᵀ or vᵀ in tiles (TransposeTiles) into dst, rounded to bf16 when `round`.
-Rows<float> Transposed(float* dst, const float* src, size_t lds, int T, int hs, bool round) {
-    TransposeTiles(dst, src, lds, T, hs, PadT(T));
-    if (round) RoundInPlace(dst, size_t(hs) * PadT(T));
-    return {dst, size_t(kTile)};
+// The same rows in bf16: in pairs along hs (q16, do16) and in pairs of rows (q2, k2, v2, do2).
+void LayRowsInPairs(uint32_t* along_hs, uint32_t* of_rows, const float* src, size_t lds, int r0, int r1, int T,
+                    int hs) {
+    const int hsp = PadHs(hs), rows_pad = (r1 == T ? PadT(T) : r1) - r0;  // r0 even: a whole tile
+    if (along_hs) RoundRows(along_hs + size_t(r0) * hsp / 2, size_t(hsp) / 2, src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad);
+    if (of_rows) RoundPairsOfRows(of_rows + size_t(r0 / 2) * hsp, size_t(hsp), src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad);
+}
+
+// The key tile of k or v at rows [s0, s1) transposed into the block `dst` ((hs, tile) floats, or
+// (hsp/2, tile) bf16 pairs through k16), rounded to bf16 when `round`.
+template <typename E>
+void LayTile(E* dst, uint32_t* k16, const float* src, size_t lds, int s0, int s1, int hs, bool round) {
+    if constexpr (std::is_same_v<E, float>) {
+        TransposeTiles(dst, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
+        if (round) RoundInPlace(dst, size_t(hs) * kTile);
+    } else {
+        RoundRows(k16, size_t(PadHs(hs)) / 2, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
+        TransposeTiles(dst, k16, size_t(PadHs(hs)) / 2, kTile, (hs + 1) / 2, kTile);
+    }
 }
 
 // ---- the forward of one head (F1–F4) ----------------------------------------------------------------
+// The operands are laid out block by block, as a block first needs them (block i is the first to read
+// q's rows of block i and k's, v's tile i), and the next block's rows are asked for while this one
+// runs: a head's rows lie 3C apart, each in another page, where the hardware does not look ahead.
 template <class Step>
 void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const FlashHead* next, float* scratch) {
     using E = typename Step::E;
-    constexpr bool kBf16 = !std::is_same_v<E, float>, kRound = Step::kRound;
-    constexpr int kPer = kBf16 ? 2 : 1;  // positions per step of k
-    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T), blocks = (T + kTile - 1) / kTile;
+    constexpr bool kPairs = !std::is_same_v<E, float>, kRound = Step::kRound;
+    constexpr int kPer = kPairs ? 2 : 1;  // positions per step of k
+    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs);
+    const int k_hs = (hs + kPer - 1) / kPer;  // the scores' K, in steps: the rows of a tile of kᵀ
     const size_t ldo = hd.ldo;
     const float scale = 1.0f / std::sqrt(float(hs));
     Carve carve{scratch};
-    const ForwardSpace sp = forward_space(carve, T, hs, kBf16);
-    // The products' operands: the scores' a = q's rows and b = kᵀ; o's b = v (its a is P̃). v's rows
-    // are pairs of positions in bf16, so its step k is positions 2k, 2k + 1.
-    Rows<E> qa, kt, vb;
-    if constexpr (kBf16) {
-        const size_t half = size_t(hsp) / 2;
-        RoundRows(sp.q16, half, hd.q, hd.ld, T, hs, Tp);
-        RoundRows(sp.v2, half, hd.k, hd.ld, T, hs, Tp);  // k's rows, in v2's place for now
-        TransposeTiles(sp.kt2, sp.v2, half, Tp, (hs + 1) / 2, Tp);
-        RoundPairsOfRows(sp.v2, size_t(hsp), hd.v, hd.ld, T, hs, Tp);
-        qa = {sp.q16, half}, kt = {sp.kt2, size_t(kTile)}, vb = {sp.v2, size_t(hsp)};
+    const ForwardSpace sp = forward_space(carve, T, hs, kPairs);
+    // The products' operands: the scores' a = q's rows and b = kᵀ (tile by tile); o's b = v (its a is
+    // P̃). In bf16 v's rows are pairs of positions, so its step k is positions 2k, 2k + 1.
+    const bool copy_q = kRound, copy_v = kRound || hs != hsp;  // float: read in place where possible
+    Rows<E> qa, vb;
+    E* kt;
+    if constexpr (kPairs) {
+        qa = {sp.q16, size_t(hsp) / 2}, vb = {sp.v2, size_t(hsp)}, kt = sp.kt2;
     } else {
-        kt = Transposed(sp.kt, hd.k, hd.ld, T, hs, kRound);
-        qa = kRound ? Operand(sp.qp, hd.q, hd.ld, T, hs, true) : Rows<float>{hd.q, hd.ld};  // a: any row stride
-        vb = Operand(sp.vp, hd.v, hd.ld, T, hs, kRound);
+        qa = copy_q ? Rows<float>{sp.qp, size_t(hsp)} : Rows<float>{hd.q, hd.ld};  // a: any row stride
+        vb = copy_v ? Rows<float>{sp.vp, size_t(hsp)} : Rows<float>{hd.v, hd.ld}, kt = sp.kt;
     }
-    const int k_hs = (hs + kPer - 1) / kPer;  // the scores' K, in steps
+    PrefetchInputs(hd, false, 0, kTile);
     for (int t0 = 0; t0 < T; t0 += kTile) {
         const int t1 = std::min(T, t0 + kTile), rows = t1 - t0;
+        PrefetchInputs(hd, false, t1, t1 + kTile);            // the next block's
+        if (t1 == T && next) PrefetchInputs(*next, false, 0, kTile);  // the next head's first
         PrefetchRows(out + size_t(t0) * ldo, ldo, rows, hs);  // written at the block's end
-        PrefetchNext(next, false, t0 / kTile, blocks);
+        if constexpr (kPairs) {
+            LayRowsInPairs(sp.q16, nullptr, hd.q, hd.ld, t0, t1, T, hs);
+            LayRowsInPairs(nullptr, sp.v2, hd.v, hd.ld, t0, t1, T, hs);
+        } else {
+            if (copy_q) LayRows(sp.qp, hd.q, hd.ld, t0, t1, T, hs, kRound);
+            if (copy_v) LayRows(sp.vp, hd.v, hd.ld, t0, t1, T, hs, kRound);
+        }
+        LayTile(kt + size_t(t0) * k_hs, sp.k16, hd.k, hd.ld, t0, t1, hs, kRound);  // kᵀ's tile t0 / kTile
         std::fill(sp.m, sp.m + rows, -std::numeric_limits<float>::infinity());
         std::fill(sp.l, sp.l + rows, 0.0f);
         std::fill(sp.o, sp.o + size_t(rows) * hsp, 0.0f);
         for (int s0 = 0; s0 < t1; s0 += kTile) {  // tiles from t1 on lie above the diagonal: skipped
             const int s1 = std::min(s0 + kTile, t1), off = t0 - s0;
             // F1: raw dot products q_t · k_s (1/√hs comes in the row pass)
-            Product<Step>(sp.s, kTile, qa.at(t0), qa.ld, 1, kt.p + size_t(s0) * k_hs, kt.ld, rows, kTile, k_hs,
-                          Causal::Cols, off, false);  // kᵀ's tile s0 / kTile: k_hs rows of kTile
+            Product<Step>(sp.s, kTile, qa.at(t0), qa.ld, 1, kt + size_t(s0) * k_hs, kTile, rows, kTile, k_hs,
+                          Causal::Cols, off, false);
             for (int i = 0; i < rows; i++) {  // F2, F3 on row t = t0 + i, keys s0 .. s0 + n - 1
                 const int t = t0 + i, n = std::min(s1, t + 1) - s0;
                 float* s_i = sp.s + size_t(i) * kTile;
@@ -489,10 +513,10 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
                 if (hd.drop.active()) dropout_apply_kernel(s_i, s_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
                 ScaleRow(sp.o + size_t(i) * hsp, hsp, c);
                 if constexpr (kRound) RoundInPlace(s_i, kTile);
-                if constexpr (kBf16) RoundRows(sp.p16 + size_t(i) * (kTile / 2), kTile / 2, s_i, kTile, 1, kTile, 1);
+                if constexpr (kPairs) RoundRows(sp.p16 + size_t(i) * (kTile / 2), kTile / 2, s_i, kTile, 1, kTile, 1);
             }
             // F3: o += P̃ · v[s0:s1]
-            if constexpr (kBf16)
+            if constexpr (kPairs)
                 Product<Step>(sp.o, size_t(hsp), sp.p16, kTile / 2, 1, vb.at(s0 / 2), vb.ld, rows, hsp,
                               (s1 - s0 + 1) / 2, Causal::KEnd, off, true);
             else
@@ -509,57 +533,69 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
 }
 
 // ---- the backward of one head (B0–B4) ---------------------------------------------------------------
+// The operands are laid out as the forward's are: a key tile's k, v at the tile's start, a row block's
+// q, dout (and D) by the first key tile, whose inner loop visits every block in order; and what comes
+// next is asked for ahead. dq of block j is final after key tile j (later tiles lie above it) and is
+// written then.
 template <class Step>
 void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* next, float* scratch) {
     using E = typename Step::E;
-    constexpr bool kBf16 = !std::is_same_v<E, float>, kRound = Step::kRound;
-    constexpr int kPer = kBf16 ? 2 : 1;
-    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs), Tp = PadT(T), tiles = (T + kTile - 1) / kTile;
+    constexpr bool kPairs = !std::is_same_v<E, float>, kRound = Step::kRound;
+    constexpr int kPer = kPairs ? 2 : 1;
+    const int T = hd.T, hs = hd.hs, hsp = PadHs(hs);
+    const int k_hs = (hs + kPer - 1) / kPer;
     const float *dout = hd.dout, *out = hd.out, *lse = hd.lse;
     const size_t ldo = hd.ldo;
     const float scale = 1.0f / std::sqrt(float(hs));
     Carve carve{scratch};
-    const BackwardSpace sp = backward_space(carve, T, hs, kBf16);
-    // The operands: the scores' a = q's rows, b = kᵀ; dP's a = dout's rows, b = vᵀ; the b of dv, dk,
-    // dq: dout, q, k (their a: P̃ᵀ, dSᵀ, dS), in bf16 pairs of positions.
-    Rows<E> qa, kt, da, vt, dob, qb, kb;
-    if constexpr (kBf16) {
+    const BackwardSpace sp = backward_space(carve, T, hs, kPairs);
+    // The operands: the scores' a = q's rows, b = kᵀ; dP's a = dout's rows, b = vᵀ (the current key
+    // tile's); the b of dv, dk, dq: dout, q, k (their a: P̃ᵀ, dSᵀ, dS), in bf16 pairs of positions.
+    const bool copy = kRound || hs != hsp;  // float: q, k, dout read in place where possible
+    Rows<E> qa, da, dob, qb, kb;
+    E *kt, *vt;
+    if constexpr (kPairs) {
         const size_t half = size_t(hsp) / 2;
-        RoundRows(sp.q16, half, hd.q, hd.ld, T, hs, Tp);
-        RoundRows(sp.do16, half, dout, ldo, T, hs, Tp);
-        RoundRows(sp.k2, half, hd.k, hd.ld, T, hs, Tp);  // k's rows, in k2's place for now
-        TransposeTiles(sp.kt2, sp.k2, half, Tp, (hs + 1) / 2, Tp);
-        RoundRows(sp.do2, half, hd.v, hd.ld, T, hs, Tp);  // v's rows, in do2's place for now
-        TransposeTiles(sp.vt2, sp.do2, half, Tp, (hs + 1) / 2, Tp);
-        RoundPairsOfRows(sp.q2, size_t(hsp), hd.q, hd.ld, T, hs, Tp);
-        RoundPairsOfRows(sp.k2, size_t(hsp), hd.k, hd.ld, T, hs, Tp);
-        RoundPairsOfRows(sp.do2, size_t(hsp), dout, ldo, T, hs, Tp);
-        qa = {sp.q16, half}, da = {sp.do16, half}, kt = {sp.kt2, size_t(kTile)}, vt = {sp.vt2, size_t(kTile)};
+        qa = {sp.q16, half}, da = {sp.do16, half}, kt = sp.kt2, vt = sp.vt2;
         dob = {sp.do2, size_t(hsp)}, qb = {sp.q2, size_t(hsp)}, kb = {sp.k2, size_t(hsp)};
     } else {
-        kt = Transposed(sp.kt, hd.k, hd.ld, T, hs, kRound), vt = Transposed(sp.vt, hd.v, hd.ld, T, hs, kRound);
-        qa = qb = Operand(sp.qp, hd.q, hd.ld, T, hs, kRound);
-        da = dob = Operand(sp.dop, dout, ldo, T, hs, kRound);
-        kb = Operand(sp.kp, hd.k, hd.ld, T, hs, kRound);
+        qa = qb = copy ? Rows<float>{sp.qp, size_t(hsp)} : Rows<float>{hd.q, hd.ld};
+        da = dob = copy ? Rows<float>{sp.dop, size_t(hsp)} : Rows<float>{dout, ldo};
+        kb = copy ? Rows<float>{sp.kp, size_t(hsp)} : Rows<float>{hd.k, hd.ld};
+        kt = sp.kt, vt = sp.vt;
     }
-    for (int t = 0; t < T; t++) sp.D[t] = DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs);  // B0
-    const int k_hs = (hs + kPer - 1) / kPer;
-    std::fill(sp.dq, sp.dq + size_t(Tp) * hsp, 0.0f);
+    std::fill(sp.dq, sp.dq + size_t(PadT(T)) * hsp, 0.0f);
+    PrefetchInputs(hd, true, 0, kTile);
     for (int s0 = 0; s0 < T; s0 += kTile) {  // a key tile, outside
         const int s1 = std::min(T, s0 + kTile), keys = s1 - s0;
-        // written at this tile's end (dk, dv) and at the head's (dq, a tile's worth at a time)
+        if (s1 < T) PrefetchInputs(hd, false, s1, s1 + kTile);  // the next tile's k, v (q's rows: in cache by now)
+        if (s1 == T && next) PrefetchInputs(*next, true, 0, kTile);
+        // written at this tile's end: dk, dv, and dq of the block at the tile (final then)
         for (float* d : {g.dk, g.dv, g.dq}) PrefetchRows(d + size_t(s0) * g.ld, g.ld, keys, hs);
-        PrefetchNext(next, true, s0 / kTile, tiles);
+        LayTile(kt, sp.k16, hd.k, hd.ld, s0, s1, hs, kRound);
+        LayTile(vt, sp.k16, hd.v, hd.ld, s0, s1, hs, kRound);
+        if constexpr (kPairs)
+            LayRowsInPairs(nullptr, sp.k2, hd.k, hd.ld, s0, s1, T, hs);
+        else if (copy)
+            LayRows(sp.kp, hd.k, hd.ld, s0, s1, T, hs, kRound);
         std::fill(sp.dk, sp.dk + size_t(kTile) * hsp, 0.0f);
         std::fill(sp.dv, sp.dv + size_t(kTile) * hsp, 0.0f);
         for (int t0 = s0; t0 < T; t0 += kTile) {  // the row blocks that see it, the diagonal one first
             const int t1 = std::min(T, t0 + kTile), rows = t1 - t0, off = t0 - s0;
+            if (s0 == 0) {  // the first key tile visits every block in order: lay out its rows, B0
+                if (t1 < T) PrefetchInputs(hd, true, t1, t1 + kTile);
+                if constexpr (kPairs) {
+                    LayRowsInPairs(sp.q16, sp.q2, hd.q, hd.ld, t0, t1, T, hs);
+                    LayRowsInPairs(sp.do16, sp.do2, dout, ldo, t0, t1, T, hs);
+                } else if (copy) {
+                    LayRows(sp.qp, hd.q, hd.ld, t0, t1, T, hs, kRound);
+                    LayRows(sp.dop, dout, ldo, t0, t1, T, hs, kRound);
+                }
+                for (int t = t0; t < t1; t++) sp.D[t] = DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs);
+            }
             // the scores again (F1's product, the same floats), and B1's dP = dout · vᵀ
-            const size_t tile_at = size_t(s0) * k_hs;  // kᵀ's and vᵀ's tile s0 / kTile: k_hs rows of kTile
-            Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt.p + tile_at, kt.ld, rows, kTile, k_hs, Causal::Cols,
-                          off, false);
-            Product<Step>(sp.dp, kTile, da.at(t0), da.ld, 1, vt.p + tile_at, vt.ld, rows, kTile, k_hs, Causal::Cols,
-                          off, false);
+            Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt, kTile, rows, kTile, k_hs, Causal::Cols, off, false);
+            Product<Step>(sp.dp, kTile, da.at(t0), da.ld, 1, vt, kTile, rows, kTile, k_hs, Causal::Cols, off, false);
             const float* pd = hd.drop.active() ? sp.pd : sp.p;  // P̃: P itself without dropout
             for (int i = 0; i < rows; i++) {
                 const int t = t0 + i, n = std::min(s1, t + 1) - s0;
@@ -578,7 +614,7 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
                 RoundInPlace(sp.dp, size_t(rows) * kTile);
                 RoundInPlace(const_cast<float*>(pd), size_t(rows) * kTile);
             }
-            if constexpr (kBf16) {
+            if constexpr (kPairs) {
                 RoundPairsOfRows(sp.pd2, kTile, pd, kTile, rows, kTile, kTile);
                 RoundPairsOfRows(sp.ds2, kTile, sp.dp, kTile, rows, kTile, kTile);
                 RoundRows(sp.ds16, kTile / 2, sp.dp, kTile, rows, kTile, rows);
@@ -597,16 +633,15 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
                               Causal::KEnd, off, true);
             }
         }
-        WriteRows(g.dk + size_t(s0) * g.ld, g.dk16 ? g.dk16 + size_t(s0) * g.ld : nullptr, g.ld, sp.dk, size_t(hsp),
-                  keys, hs);
-        WriteRows(g.dv + size_t(s0) * g.ld, g.dv16 ? g.dv16 + size_t(s0) * g.ld : nullptr, g.ld, sp.dv, size_t(hsp),
-                  keys, hs);
+        const auto at = [&](bf16* p) { return p ? p + size_t(s0) * g.ld : nullptr; };
+        WriteRows(g.dk + size_t(s0) * g.ld, at(g.dk16), g.ld, sp.dk, size_t(hsp), keys, hs);
+        WriteRows(g.dv + size_t(s0) * g.ld, at(g.dv16), g.ld, sp.dv, size_t(hsp), keys, hs);
+        WriteRows(g.dq + size_t(s0) * g.ld, at(g.dq16), g.ld, sp.dq + size_t(s0) * hsp, size_t(hsp), keys, hs);
     }
-    WriteRows(g.dq, g.dq16, g.ld, sp.dq, size_t(hsp), T, hs);
 }
 
 // ---- the entry points -----------------------------------------------------------------------------
-bool Bf16DotInUse() {
+bool Bf16DotAvailable() {
 #if HG_FLASH_BF16_DOT
     static const bool has = cpu_has_bf16_dot();
     return has;
@@ -619,7 +654,7 @@ void FlashForward(float* out, bf16* out16, float* lse, const FlashHead& head, co
                   FlashProducts products, float* scratch) {
     if (products == FlashProducts::Float) return ForwardHead<FloatStep>(out, out16, lse, head, next, scratch);
 #if HG_FLASH_BF16_DOT
-    if (products == FlashProducts::Bf16 && Bf16DotInUse())
+    if (products == FlashProducts::Bf16Dot && Bf16DotAvailable())
         return ForwardHead<DotStep>(out, out16, lse, head, next, scratch);
 #endif
     ForwardHead<RoundedStep>(out, out16, lse, head, next, scratch);
@@ -629,7 +664,7 @@ void FlashBackward(const FlashGrads& grads, const FlashHead& head, const FlashHe
                    float* scratch) {
     if (products == FlashProducts::Float) return BackwardHead<FloatStep>(grads, head, next, scratch);
 #if HG_FLASH_BF16_DOT
-    if (products == FlashProducts::Bf16 && Bf16DotInUse()) return BackwardHead<DotStep>(grads, head, next, scratch);
+    if (products == FlashProducts::Bf16Dot && Bf16DotAvailable()) return BackwardHead<DotStep>(grads, head, next, scratch);
 #endif
     BackwardHead<RoundedStep>(grads, head, next, scratch);
 }
@@ -641,12 +676,12 @@ HWY_AFTER_NAMESPACE();
 namespace hg {
 HWY_EXPORT(FlashForward);
 HWY_EXPORT(FlashBackward);
-HWY_EXPORT(Bf16DotInUse);
+HWY_EXPORT(Bf16DotAvailable);
 
 size_t flash_head_scratch(int T, int hs, FlashProducts products) {
     size_t most = 0;
-    for (bool pairs : {false, true}) {  // Bf16 lays its operands out in pairs where it runs on dot products
-        if (pairs && products != FlashProducts::Bf16) continue;
+    for (bool pairs : {false, true}) {  // Bf16Dot lays its operands out in pairs where it runs
+        if (pairs && products != FlashProducts::Bf16Dot) continue;
         flash_space::Carve forward{nullptr}, backward{nullptr};
         flash_space::forward_space(forward, T, hs, pairs);
         flash_space::backward_space(backward, T, hs, pairs);
@@ -655,7 +690,7 @@ size_t flash_head_scratch(int T, int hs, FlashProducts products) {
     return most;
 }
 
-bool flash_bf16_dot_in_use() { return HWY_DYNAMIC_DISPATCH(Bf16DotInUse)(); }
+bool flash_bf16_dot_available() { return HWY_DYNAMIC_DISPATCH(Bf16DotAvailable)(); }
 
 void flash_head_forward(float* out, bf16* out16, float* lse, const FlashHead& head, const FlashHead* next,
                         FlashProducts products, float* scratch) {

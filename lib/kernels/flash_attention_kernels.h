@@ -28,14 +28,17 @@
 // v transposed for the scores and dP, v, dout, q, k copied with their rows padded to a whole number
 // of vectors for the others. Sums run over k in increasing order, one lane per element.
 //
-// bf16: the operands are rounded to bf16 as they are laid out. Where the CPU has AVX512_BF16 and the
-// target is a 512-bit x86 one, two of them along k go in one 32-bit number (a pair: the even k in
-// the low half) and a step of a product is vdpbf16ps: c += a₂ₖ₊₁·b₂ₖ₊₁, then c += a₂ₖ·b₂ₖ, each
-// rounded once (a product of two bf16 numbers is exact in float). Elsewhere the rounded operands are
-// widened back to float as they are laid out (exact) and the float products run on them: the same
-// products up to the order of the float sums, at the float kernels' speed plus the rounding. Both
-// keep the bf16 contract (bf16 inputs, float sums); vdpbf16ps treats subnormal inputs and results
-// as 0 (2⁻¹²⁶, far below the bound the tests check).
+// bf16: the operands are rounded to bf16 as they are laid out, two ways (FlashProducts):
+//   widened  the rounded operands are widened back to float (exact) as they are laid out, and the
+//            float products run on them: a product of two bf16 numbers is exact in float, so this is
+//            a bf16 product with float sums, at the float kernels' speed plus the rounding;
+//   dot      where the CPU has AVX512_BF16 and the target is a 512-bit x86 one: two operands along k
+//            in one 32-bit number (a pair: the even k in the low half), and a step of a product is
+//            vdpbf16ps, c += a₂ₖ₊₁·b₂ₖ₊₁, then c += a₂ₖ·b₂ₖ, each rounded once; it treats subnormal
+//            inputs and results as 0 (2⁻¹²⁶, far below the bound the tests check).
+// The two are the same products summed in another order. Which is faster is the CPU's business:
+// vdpbf16ps does twice a fused multiply-add's work per instruction, but where it issues at a
+// quarter of their rate (docs/attention-memory.md) the widened products win.
 #pragma once
 #include <cstddef>
 
@@ -52,8 +55,8 @@ constexpr int kFlashTile = 64;
 // Which products a kernel runs.
 enum class FlashProducts {
     Float,        // float inputs
-    Bf16,         // bf16 inputs: the CPU's dot products where it has them, else Bf16Widened
-    Bf16Widened,  // bf16 inputs widened back to float as they are laid out, float products
+    Bf16Widened,  // bf16 inputs, widened back to float as they are laid out: float products
+    Bf16Dot,      // bf16 inputs, the CPU's dot products where it has them (else as Bf16Widened)
 };
 
 // One (b, h) of the layer: its inputs. Entry (t, s) of its dropout is drop.keep(drop_base + t·T + s).
@@ -74,8 +77,8 @@ struct FlashHead {
 // Floats of working space one call needs (forward or backward, the larger).
 size_t flash_head_scratch(int T, int hs, FlashProducts products);
 
-// Does FlashProducts::Bf16 run on the CPU's bf16 dot products at the current SIMD target?
-bool flash_bf16_dot_in_use();
+// Does FlashProducts::Bf16Dot run on the CPU's bf16 dot products at the current SIMD target?
+bool flash_bf16_dot_available();
 
 // out (T, hs), row stride head.ldo, written; out16 likewise rounded (skipped when null); lse (T)
 // written. next: the head this thread runs after this one (or null), whose inputs are asked for

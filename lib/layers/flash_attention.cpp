@@ -20,7 +20,7 @@ size_t flash_attention_scratch(int T, int C, int NH) {
 }
 
 size_t flash_attention_bf16_scratch(int T, int C, int NH) {
-    return flash_head_scratch(T, flash_attention_check(1, T, C, NH, Dropout{}), FlashProducts::Bf16);
+    return flash_head_scratch(T, flash_attention_check(1, T, C, NH, Dropout{}), FlashProducts::Bf16Dot);  // either
 }
 
 // The threads a call runs on: as many whole slices as scratch holds, at most the caller's setting.

@@ -95,10 +95,11 @@
 //                     is nearly uniform: both reach it in float and only its result dS is rounded;
 //   o, dq, dk, dv     the accumulators of the products, and out and dqkv themselves.
 // The entry-wise bound this gives against the float layer is derived in tests/test_flash_attention.cpp.
-// products: FlashProducts::Bf16 runs them on the CPU's bf16 dot products (AVX512_BF16) where it has
-// them, else on the bf16 numbers widened back to float (exact); Bf16Widened always widens. The two
-// are the same products up to the order of the float sums (lib/kernels/flash_attention_kernels.h),
-// and neither is faster everywhere: docs/attention-memory.md has the times measured.
+// products: Bf16Widened (the default) runs them on the bf16 numbers widened back to float (exact),
+// Bf16Dot on the CPU's bf16 dot products (AVX512_BF16) where it has them. The two are the same
+// products up to the order of the float sums (lib/kernels/flash_attention_kernels.h); on the Xeon
+// this was measured on, vdpbf16ps runs at half the flop rate of float fused multiply-adds, so the
+// widened ones are the faster (docs/attention-memory.md). The scratch sizes hold either.
 //
 // ---- Working space and threads ----------------------------------------------------------------
 // Nothing is allocated inside a call. scratch holds one slice of flash_attention_scratch(T, C, NH)
@@ -139,10 +140,10 @@ void flash_attention_backward(float* dqkv, float* scratch, size_t scratch_size, 
 // get out and dqkv rounded to bf16, for the next product (lib/layers/linear.h).
 void flash_attention_forward_bf16(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size,
                                   const float* qkv, int B, int T, int C, int NH, Dropout drop,
-                                  FlashProducts products = FlashProducts::Bf16);
+                                  FlashProducts products = FlashProducts::Bf16Widened);
 void flash_attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_size, const float* dout,
                                    const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH,
-                                   Dropout drop, FlashProducts products = FlashProducts::Bf16);
+                                   Dropout drop, FlashProducts products = FlashProducts::Bf16Widened);
 
 // The checks of every entry point, the twin's too (hg::Error naming the bad value); returns hs.
 inline int flash_attention_check(int B, int T, int C, int NH, Dropout drop) {
