@@ -238,14 +238,20 @@ void Product(float* c, size_t ldc, const typename Step::E* a, size_t ars, size_t
 }
 
 // ---- laying the operands out --------------------------------------------------------------------
+// v, or v rounded to bf16 and widened back (exact) when `round`.
+HWY_INLINE V MaybeRounded(V v, bool round) {
+    return round ? hn::BitCast(D(), hn::ShiftLeft<16>(Bf16Bits(D(), v))) : v;
+}
+inline float MaybeRounded(float x, bool round) { return round ? bf16_to_float(bf16_from_float(x)) : x; }
+
 // src (rows, cols), row stride lds, transposed into tiles: the transpose of rows [j·kTile, (j+1)·kTile)
 // is block j of dst, (cols, kTile) with row stride kTile, at dst + j·cols·kTile; zero past rows, up to
 // rows_pad (a whole number of tiles). A key tile of kᵀ or vᵀ is then one contiguous block: with a row
 // stride of Tp instead, its rows 4 KiB apart (T 1024) would share a few sets of L1 and evict each
-// other. A vector of a block's row gathers column j of a vector's worth of src's rows. E: float, or
-// uint32_t (bf16 pairs, moved whole).
+// other. A vector of a block's row gathers column j of a vector's worth of src's rows. E: float
+// (rounded to bf16 when `round`), or uint32_t (bf16 pairs, moved whole).
 template <typename E>
-void TransposeTiles(E* dst, const E* src, size_t lds, int rows, int cols, int rows_pad) {
+void TransposeTiles(E* dst, const E* src, size_t lds, int rows, int cols, int rows_pad, bool round = false) {
     const hn::Rebind<E, D> de;
     const hn::RebindToSigned<decltype(de)> di;
     const int L = int(hn::Lanes(de));  // divides kTile
@@ -253,19 +259,37 @@ void TransposeTiles(E* dst, const E* src, size_t lds, int rows, int cols, int ro
     auto out = [&](int j, int r) { return dst + size_t(r / kTile) * cols * kTile + size_t(j) * kTile + r % kTile; };
     int r = 0;
     for (; r + L <= rows; r += L)
-        for (int j = 0; j < cols; j++) hn::StoreU(hn::GatherIndex(de, src + size_t(r) * lds + j, at), de, out(j, r));
+        for (int j = 0; j < cols; j++) {
+            const auto g = hn::GatherIndex(de, src + size_t(r) * lds + j, at);
+            if constexpr (std::is_same_v<E, float>)
+                hn::StoreU(MaybeRounded(g, round), de, out(j, r));
+            else
+                hn::StoreU(g, de, out(j, r));
+        }
     for (; r < rows; r++)
-        for (int j = 0; j < cols; j++) *out(j, r) = src[size_t(r) * lds + j];
+        for (int j = 0; j < cols; j++) {
+            const E x = src[size_t(r) * lds + j];
+            if constexpr (std::is_same_v<E, float>)
+                *out(j, r) = MaybeRounded(x, round);
+            else
+                *out(j, r) = x;
+        }
     for (; r < rows_pad; r++)
         for (int j = 0; j < cols; j++) *out(j, r) = E(0);
 }
 
-// dst (rows_pad, ldd) = src (rows, cols), row stride lds, zero past cols and rows.
-void CopyPadded(float* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad) {
+// dst (rows_pad, ldd) = src (rows, cols), row stride lds, rounded to bf16 when `round`; zero past cols
+// and rows.
+void CopyPadded(float* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad, bool round) {
+    const D d;
+    const int L = int(hn::Lanes(d));
     for (int r = 0; r < rows_pad; r++) {
         float* row = dst + size_t(r) * ldd;
+        const float* in = src + size_t(r) * lds;
         const int n = r < rows ? cols : 0;
-        if (n) std::memcpy(row, src + size_t(r) * lds, sizeof(float) * size_t(n));
+        int j = 0;
+        for (; j + L <= n; j += L) hn::StoreU(MaybeRounded(hn::LoadU(d, in + j), round), d, row + j);
+        for (; j < n; j++) row[j] = MaybeRounded(in[j], round);
         std::fill(row + n, row + ldd, 0.0f);
     }
 }
@@ -422,16 +446,15 @@ void RoundInPlace(float* x, size_t n) {
     const D d;
     const size_t L = hn::Lanes(d);
     size_t j = 0;
-    for (; j + L <= n; j += L) hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(Bf16Bits(d, hn::LoadU(d, x + j)))), d, x + j);
-    for (; j < n; j++) x[j] = bf16_to_float(bf16_from_float(x[j]));
+    for (; j + L <= n; j += L) hn::StoreU(MaybeRounded(hn::LoadU(d, x + j), true), d, x + j);
+    for (; j < n; j++) x[j] = MaybeRounded(x[j], true);
 }
 
 // Rows [r0, r1) of a float operand whose rows run along hs into `pad` (Tp, hsp): copied, zero past
 // hs (and, when r1 = T, past T up to Tp), and rounded to bf16 when `round`.
 void LayRows(float* pad, const float* src, size_t lds, int r0, int r1, int T, int hs, bool round) {
     const int hsp = PadHs(hs), rows_pad = (r1 == T ? PadT(T) : r1) - r0;
-    CopyPadded(pad + size_t(r0) * hsp, size_t(hsp), src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad);
-    if (round) RoundInPlace(pad + size_t(r0) * hsp, size_t(rows_pad) * hsp);
+    CopyPadded(pad + size_t(r0) * hsp, size_t(hsp), src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad, round);
 }
 
 // The same rows in bf16: in pairs along hs (q16, do16) and in pairs of rows (q2, k2, v2, do2).
@@ -447,8 +470,7 @@ void LayRowsInPairs(uint32_t* along_hs, uint32_t* of_rows, const float* src, siz
 template <typename E>
 void LayTile(E* dst, uint32_t* k16, const float* src, size_t lds, int s0, int s1, int hs, bool round) {
     if constexpr (std::is_same_v<E, float>) {
-        TransposeTiles(dst, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
-        if (round) RoundInPlace(dst, size_t(hs) * kTile);
+        TransposeTiles(dst, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile, round);
     } else {
         RoundRows(k16, size_t(PadHs(hs)) / 2, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
         TransposeTiles(dst, k16, size_t(PadHs(hs)) / 2, kTile, (hs + 1) / 2, kTile);
