@@ -56,7 +56,7 @@
 // Every step is an upper bound, so the check is worst ≤ 1. The float layer is checked with the same
 // bound, where it must sit far below (its products round nothing), which is how the bf16 test knows
 // its inputs really were rounded.
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>
