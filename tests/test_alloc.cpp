@@ -7,10 +7,14 @@
 #include <cstdlib>
 #include <new>
 
+#include <omp.h>
+
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/matmul_bf16.h"
+#include "lib/layers/flash_attention.h"
 #include "lib/model/generate.h"
 #include "lib/train/trainer.h"
+#include "tests/gradcheck.h"
 
 // The global new and delete below are malloc and free underneath; GCC cannot see that they
 // pair, and at -O1 warns where it inlines one into the other.
@@ -127,4 +131,32 @@ TEST_CASE("a generation step allocates nothing on the heap, with or without the 
         g_counting = false;
         CHECK(g_allocations == 0);
     }
+}
+
+TEST_CASE("the flash attention layer allocates nothing on the heap (after the first call)", "[flash][alloc]") {
+    const int B = 2, T = 70, C = 64, NH = 2;  // two row blocks and key tiles a head
+    const auto qkv = test::randn<float>(size_t(B) * T * 3 * C, 1), dout = test::randn<float>(size_t(B) * T * C, 2);
+    std::vector<float> out(dout.size()), lse(size_t(B) * NH * T), dqkv(qkv.size());
+    std::vector<bf16> out16(out.size()), dqkv16(dqkv.size());
+    const size_t n = std::max(flash_attention_scratch(T, C, NH), flash_attention_bf16_scratch(T, C, NH)) *
+                     size_t(omp_get_max_threads());
+    std::vector<float> scratch(n);
+    const Dropout drop{0.2f, 5};
+    auto run = [&] {
+        flash_attention_forward(out.data(), lse.data(), scratch.data(), n, qkv.data(), B, T, C, NH, drop);
+        flash_attention_backward(dqkv.data(), scratch.data(), n, dout.data(), qkv.data(), out.data(), lse.data(), B, T,
+                                 C, NH, drop);
+        for (FlashProducts products : {FlashProducts::Bf16Widened, FlashProducts::Bf16Dot}) {
+            flash_attention_forward_bf16(out.data(), out16.data(), lse.data(), scratch.data(), n, qkv.data(), B, T, C,
+                                         NH, drop, products);
+            flash_attention_backward_bf16(dqkv.data(), dqkv16.data(), scratch.data(), n, dout.data(), qkv.data(),
+                                          out.data(), lse.data(), B, T, C, NH, drop, products);
+        }
+    };
+    run();  // a first call may let OpenMP set up its threads
+    g_allocations = 0;
+    g_counting = true;
+    run();
+    g_counting = false;
+    CHECK(g_allocations == 0);
 }

@@ -12,8 +12,8 @@
 //             ℓ = c·ℓ + Σ P, P̃ = P·f (the dropout hash), o *= c         one pass over the row
 //     F3      o += P̃ · v[s0:s1]                                        product
 //     F4      out = o / ℓ, lse = m + log ℓ                              once per block
-//   backward: B0 D_t = dout_t · out_t for every row first; then per key tile [s0, s1), per block
-//   [t0, t1) with t1 > s0:
+//   backward: per key tile [s0, s1), per block [t0, t1) with t1 > s0 (B0, D_t = dout_t · out_t, for
+//   each block's rows while the first key tile visits it, before any of its dS):
 //     S = q·kᵀ and B1's dP = dout·vᵀ                                    two products
 //     per row: A = exp(S/√hs - lse_t), P̃ = A·f, dA = dP·f (one hash for both), dS = A·(dA - D_t)/√hs
 //     B1 dv[s0:s1] += P̃ᵀ · dout[t0:t1],  B4 dk[s0:s1] += dSᵀ · q[t0:t1],  dq[t0:t1] += dS · k[s0:s1]
@@ -24,9 +24,12 @@
 //
 // The products (flash_attention_kernels.cpp): c (rows × N) (=, +=) a (rows × K) · b (K × N), b's rows
 // contiguous, kMR rows of c in registers, four vectors of columns, a read one number at a time and
-// broadcast; so every product's right operand is laid out with its columns contiguous first: k and
-// v transposed for the scores and dP, v, dout, q, k copied with their rows padded to a whole number
-// of vectors for the others. Sums run over k in increasing order, one lane per element.
+// broadcast; so every product's right operand has its columns contiguous: k and v transposed for the
+// scores and dP (tile by tile), and v, dout, q, k as rows, read where they lie in the layer's tensors
+// when hs is a whole number of vectors (float), else copied with their rows padded (and in bf16
+// always copied, rounded). Each is laid out when a block or tile first needs it, and the next
+// block's rows are asked for ahead (their rows lie 3C or C numbers apart, each in another page,
+// where the hardware does not look ahead). Sums run over k in increasing order, one lane per element.
 //
 // bf16: the operands are rounded to bf16 as they are laid out, two ways (FlashProducts):
 //   widened  the rounded operands are widened back to float (exact) as they are laid out, and the
