@@ -534,6 +534,8 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
                 sp.m[i] = m_new;
                 if (hd.drop.active()) dropout_apply_kernel(s_i, s_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
                 ScaleRow(sp.o + size_t(i) * hsp, hsp, c);
+                // bf16: P̃ rounded as the product's input, after ℓ summed its float values (the scores, m,
+                // ℓ and o stay float: lib/layers/flash_attention.h says why)
                 if constexpr (kRound) RoundInPlace(s_i, kTile);
                 if constexpr (kPairs) RoundRows(sp.p16 + size_t(i) * (kTile / 2), kTile / 2, s_i, kTile, 1, kTile, 1);
             }
@@ -632,7 +634,9 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
             }
             // B1: dv[s0:s1] += P̃ᵀ · dout[t0:t1];  B4: dk[s0:s1] += dSᵀ · q[t0:t1],  dq[t0:t1] += dS · k[s0:s1]
             const int k_rows = (rows + kPer - 1) / kPer;
-            if constexpr (kRound) {  // P̃ and dS as the products read them (P itself is not read again)
+            // bf16: P̃ and dS rounded as the products read them, after dS was formed from the float A, dA
+            // and D (P itself is not read again)
+            if constexpr (kRound) {
                 RoundInPlace(sp.dp, size_t(rows) * kTile);
                 RoundInPlace(const_cast<float*>(pd), size_t(rows) * kTile);
             }
