@@ -117,7 +117,8 @@ Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout 
 #else
     const int threads = 1;
 #endif
-    const size_t per = in_bf16 ? flash_attention_bf16_scratch(sh.T, sh.C, sh.NH) : flash_attention_scratch(sh.T, sh.C, sh.NH);
+    const size_t per = in_bf16 ? flash_attention_bf16_scratch(sh.T, sh.C, sh.NH)
+                               : flash_attention_scratch(sh.T, sh.C, sh.NH);
     Floats scratch(per * threads, fill);
     if (in_bf16) {
         std::vector<bf16> out16(r.out.size(), 0x7FC0), dqkv16(r.dqkv.size(), 0x7FC0);  // NaNs
@@ -171,7 +172,8 @@ double lse_error(const Shape& sh, const Floats& qkv, const Floats& lse, int ever
                 double sum = 0;
                 for (double x : S) sum += std::exp(x - mx);
                 const double want = mx + std::log(sum);
-                worst = std::max(worst, std::fabs(lse[(size_t(b) * sh.NH + h) * sh.T + t] - want) / (1 + std::fabs(want)));
+                const double got = lse[(size_t(b) * sh.NH + h) * sh.T + t];
+                worst = std::max(worst, std::fabs(got - want) / (1 + std::fabs(want)));
             }
     return worst;
 }
@@ -516,14 +518,16 @@ Worst check_bound(const Shape& sh, const Floats& qkv, const Floats& dout, Dropou
                     double dP = 0, mag = 0;
                     for (int i = 0; i < hs; i++) dP += dy(t, i) * v(s, i), mag += std::fabs(dy(t, i) * v(s, i));
                     const double f = attention_dropout_factor<double>(drop, row + s);
-                    const double eta = (u_prod + (hs + 1) * eps) * mag, zeta = f * ((1 + 2 * eps) * eta + 2 * eps * std::fabs(dP));
+                    const double eta = (u_prod + (hs + 1) * eps) * mag;
+                    const double zeta = f * ((1 + 2 * eps) * eta + 2 * eps * std::fabs(dP));
                     const double dA = f * dP, dS = A[s] * (dA - D);
-                    const double beta = std::exp(e[s] + lambda + eps * (std::fabs(S[s]) + std::fabs(lse) + e[s] + lambda)) *
-                                            (1 + 4 * eps) - 1;
+                    const double exponent = e[s] + lambda + eps * (std::fabs(S[s]) + std::fabs(lse) + e[s] + lambda);
+                    const double beta = std::exp(exponent) * (1 + 4 * eps) - 1;
                     const double pi_b = (1 + beta) * (1 + eps) * (1 + u) - 1;
                     const double kappa = zeta + dD + eps * (std::fabs(dA) + zeta + std::fabs(D) + dD);
                     const double big = std::fabs(dA - D) + kappa;
-                    const double sigma = (beta * A[s] * big + A[s] * kappa) * scale + 4 * eps * (1 + beta) * A[s] * big * scale;
+                    const double sigma =
+                        (beta * A[s] * big + A[s] * kappa) * scale + 4 * eps * (1 + beta) * A[s] * big * scale;
                     const double tau = sigma * (1 + u) + u * std::fabs(dS) * scale;
                     const double c = tau * (1 + u_in) + u_in * std::fabs(dS) * scale +
                                      (2 * T + 3) * eps * (std::fabs(dS) * scale + tau) * (1 + u_in);
@@ -557,22 +561,24 @@ TEST_CASE("flash attention in bf16: out, lse and dqkv within the bound from u, Î
     for (const Shape& sh : kBoundShapes)
         for (float p : {0.0f, 0.25f})
             for (FlashProducts products : {FlashProducts::Bf16Widened, FlashProducts::Bf16Dot}) {
-            const Dropout drop{p, 0x5eed};
-            const auto qkv = randn<float>(sh.qkv(), 40 + sh.T, 1.5), dout = randn<float>(sh.out(), 41 + sh.T);
-            const Worst w = check_bound(sh, qkv, dout, drop, run_flash(sh, qkv, dout, drop, drop, true, kNaN, products), kU);
-            const Worst f = check_bound(sh, qkv, dout, drop, run_flash(sh, qkv, dout, drop, drop, false), kU);
-            INFO(describe(sh, p) << (products == FlashProducts::Bf16Dot && flash_bf16_dot_available() ? ", dot products" : ", widened")
-                                 << ": worst of the bound, bf16 out " << w.out << ", lse " << w.lse << ", dqkv "
-                                 << w.dqkv << "; float out " << f.out << ", lse " << f.lse << ", dqkv " << f.dqkv);
-            CHECK(w.out <= 1.0);
-            CHECK(w.lse <= 1.0);
-            CHECK(w.dqkv <= 1.0);
-            CHECK(w.out > 0.02);  // the inputs really were rounded: the float layer sits far below
-            CHECK(w.dqkv > 0.02);
-            CHECK(f.out < 0.02);
-            CHECK(f.dqkv < 0.02);
-            CHECK(f.lse < 0.02);
-        }
+                const Dropout drop{p, 0x5eed};
+                const auto qkv = randn<float>(sh.qkv(), 40 + sh.T, 1.5), dout = randn<float>(sh.out(), 41 + sh.T);
+                const Flash bf16_run = run_flash(sh, qkv, dout, drop, drop, true, kNaN, products);
+                const Worst w = check_bound(sh, qkv, dout, drop, bf16_run, kU);
+                const Worst f = check_bound(sh, qkv, dout, drop, run_flash(sh, qkv, dout, drop, drop, false), kU);
+                const bool dot = products == FlashProducts::Bf16Dot && flash_bf16_dot_available();
+                INFO(describe(sh, p) << (dot ? ", dot products" : ", widened") << ": worst of the bound, bf16 out "
+                                     << w.out << ", lse " << w.lse << ", dqkv " << w.dqkv << "; float out " << f.out
+                                     << ", lse " << f.lse << ", dqkv " << f.dqkv);
+                CHECK(w.out <= 1.0);
+                CHECK(w.lse <= 1.0);
+                CHECK(w.dqkv <= 1.0);
+                CHECK(w.out > 0.02);  // the inputs really were rounded: the float layer sits far below
+                CHECK(w.dqkv > 0.02);
+                CHECK(f.out < 0.02);
+                CHECK(f.dqkv < 0.02);
+                CHECK(f.lse < 0.02);
+            }
 }
 
 // The bound check can fail: each planted slip lands outside it.
@@ -658,13 +664,14 @@ TEST_CASE("flash attention: the same bits with 1, 2 and 3 threads, and with scra
         const int saved = omp_get_max_threads();
         omp_set_num_threads(3);
         const Flash all = run_flash(sh, qkv, dout, drop, drop, in_bf16);
-        const size_t per = in_bf16 ? flash_attention_bf16_scratch(sh.T, sh.C, sh.NH) : flash_attention_scratch(sh.T, sh.C, sh.NH);
+        const size_t per = in_bf16 ? flash_attention_bf16_scratch(sh.T, sh.C, sh.NH)
+                                   : flash_attention_scratch(sh.T, sh.C, sh.NH);
         Floats scratch(per), out(sh.out()), lse(sh.lse()), dqkv(sh.qkv());
         if (in_bf16) {
             flash_attention_forward_bf16(out.data(), nullptr, lse.data(), scratch.data(), per, qkv.data(), sh.B, sh.T,
                                          sh.C, sh.NH, drop);
-            flash_attention_backward_bf16(dqkv.data(), nullptr, scratch.data(), per, dout.data(), qkv.data(), out.data(),
-                                          lse.data(), sh.B, sh.T, sh.C, sh.NH, drop);
+            flash_attention_backward_bf16(dqkv.data(), nullptr, scratch.data(), per, dout.data(), qkv.data(),
+                                          out.data(), lse.data(), sh.B, sh.T, sh.C, sh.NH, drop);
         } else {
             flash_attention_forward(out.data(), lse.data(), scratch.data(), per, qkv.data(), sh.B, sh.T, sh.C, sh.NH,
                                     drop);

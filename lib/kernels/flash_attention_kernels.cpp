@@ -294,7 +294,9 @@ void CopyPadded(float* dst, size_t ldd, const float* src, size_t lds, int rows, 
     }
 }
 
-inline uint32_t Pair(float even, float odd) { return uint32_t(bf16_from_float(even)) | uint32_t(bf16_from_float(odd)) << 16; }
+inline uint32_t Pair(float even, float odd) {
+    return uint32_t(bf16_from_float(even)) | uint32_t(bf16_from_float(odd)) << 16;
+}
 
 // dst (rows_pad, ldd pairs): row r = src's row r rounded to bf16, in pairs along it (numbers 2k and
 // 2k + 1 in pair k), zero past cols and rows.
@@ -461,8 +463,9 @@ void LayRows(float* pad, const float* src, size_t lds, int r0, int r1, int T, in
 void LayRowsInPairs(uint32_t* along_hs, uint32_t* of_rows, const float* src, size_t lds, int r0, int r1, int T,
                     int hs) {
     const int hsp = PadHs(hs), rows_pad = (r1 == T ? PadT(T) : r1) - r0;  // r0 even: a whole tile
-    if (along_hs) RoundRows(along_hs + size_t(r0) * hsp / 2, size_t(hsp) / 2, src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad);
-    if (of_rows) RoundPairsOfRows(of_rows + size_t(r0 / 2) * hsp, size_t(hsp), src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad);
+    const float* rows = src + size_t(r0) * lds;
+    if (along_hs) RoundRows(along_hs + size_t(r0) * hsp / 2, size_t(hsp) / 2, rows, lds, r1 - r0, hs, rows_pad);
+    if (of_rows) RoundPairsOfRows(of_rows + size_t(r0 / 2) * hsp, size_t(hsp), rows, lds, r1 - r0, hs, rows_pad);
 }
 
 // The key tile of k or v at rows [s0, s1) transposed into the block `dst` ((hs, tile) floats, or
@@ -532,7 +535,8 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
                 const float c = std::exp(sp.m[i] - m_new);
                 sp.l[i] = c * sp.l[i] + ExpRow(s_i, s_i, n, kTile, scale, m_new);
                 sp.m[i] = m_new;
-                if (hd.drop.active()) dropout_apply_kernel(s_i, s_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
+                if (hd.drop.active())
+                    dropout_apply_kernel(s_i, s_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
                 ScaleRow(sp.o + size_t(i) * hsp, hsp, c);
                 // bf16: P̃ rounded as the product's input, after ℓ summed its float values (the scores, m,
                 // ℓ and o stay float: lib/layers/flash_attention.h says why)
@@ -690,7 +694,8 @@ void FlashBackward(const FlashGrads& grads, const FlashHead& head, const FlashHe
                    float* scratch) {
     if (products == FlashProducts::Float) return BackwardHead<FloatStep>(grads, head, next, scratch);
 #if HG_FLASH_BF16_DOT
-    if (products == FlashProducts::Bf16Dot && Bf16DotAvailable()) return BackwardHead<DotStep>(grads, head, next, scratch);
+    if (products == FlashProducts::Bf16Dot && Bf16DotAvailable())
+        return BackwardHead<DotStep>(grads, head, next, scratch);
 #endif
     BackwardHead<RoundedStep>(grads, head, next, scratch);
 }
