@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <exception>
 
 #include <omp.h>
 
 #include "lib/core/errors.h"
+#include "lib/core/parallel.h"
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/matmul_bf16.h"
 
@@ -263,7 +263,7 @@ void Muon<real>::step(real* params, const real* grads, real* momentum, double lr
                       const NsCoefficients& k, double grad_scale, bf16* params16) {
     // Slot s's matrices run on thread s of the team when it has `slots` threads, and on thread
     // s mod n of a smaller one: which thread does not change a number (muon.h, "Threads").
-    std::exception_ptr error;  // an exception must not leave the region: rethrown after it
+    ParallelExceptions errors;  // an exception must not leave the region: rethrown after it
 #pragma omp parallel num_threads(slots)
     {
         // One thread per product, in a team of one as well (where omp_in_parallel() is false and
@@ -272,18 +272,14 @@ void Muon<real>::step(real* params, const real* grads, real* momentum, double lr
         omp_set_num_threads(1);
         const int t = omp_get_thread_num(), n = omp_get_num_threads();
         for (int s = t; s < slots; s += n)
-            for (int j = first[s]; j < first[s + 1]; j++) {
-                try {
+            for (int j = first[s]; j < first[s + 1]; j++)
+                errors.run(j, [&] {
                     update(matrices[order[j]], scratch.data() + size_t(s) * slot_size,
                            scratch16.data() + size_t(s) * slot_size16, params, grads, momentum, lr, weight_decay, mu,
                            k, grad_scale, params16);
-                } catch (...) {
-#pragma omp critical
-                    error = std::current_exception();
-                }
-            }
+                });
     }
-    if (error) std::rethrow_exception(error);
+    errors.rethrow();
 }
 
 template void newton_schulz<float>(float*, int, int, float*, int);

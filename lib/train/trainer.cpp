@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <exception>
 
 #include "lib/core/errors.h"
+#include "lib/core/parallel.h"
 #include "lib/data/dataset.h"
 #include "lib/kernels/vec.h"
 #include "lib/text/tokenizer.h"
@@ -30,21 +30,14 @@ static double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 // Runs f(s) for every batch thread s in [0, R): on R threads, one each, when R > 1. Inside, the
 // layers' own parallel loops and OpenBLAS run single-threaded (one threading layer per region).
-// An exception thrown by one is rethrown here, after the region (it must not leave it).
+// An exception thrown by one is rethrown here, after the region (lib/core/parallel.h).
 template <typename F>
 static void for_each_batch_thread(int R, F f) {
     if (R == 1) return f(0);
-    std::exception_ptr error;
+    ParallelExceptions errors;
 #pragma omp parallel for num_threads(R) schedule(static, 1)
-    for (int s = 0; s < R; s++) {
-        try {
-            f(s);
-        } catch (...) {
-#pragma omp critical
-            error = std::current_exception();
-        }
-    }
-    if (error) std::rethrow_exception(error);
+    for (int s = 0; s < R; s++) errors.run(s, [&] { f(s); });
+    errors.rethrow();
 }
 
 void Trainer::allocate(const GPTConfig& config) {
