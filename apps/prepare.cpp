@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
     app.add_option("--shard_tokens", opt.shard_tokens, "tokens per shard")->capture_default_str();
     app.add_option("--chunk_bytes", opt.chunk_bytes, "bytes per piece encoded at once (the output depends on it, "
                    "never on --threads)")->capture_default_str();
+    app.add_option("--batch_pieces", opt.batch_pieces, "pieces encoded side by side: the most threads that work, "
+                   "and what the memory bound counts (never --threads)")->capture_default_str();
     app.add_option("--threads", opt.threads, "encoding threads (default: OMP_NUM_THREADS, else the cores)");
     app.add_flag("--quiet", quiet, "no progress line");
     return run_app(app, argc, argv, [&] {

@@ -13,6 +13,7 @@
 #include "lib/data/prepare.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/text/text_file.h"
+#include "lib/text/utf8.h"
 #include "tests/app_runner.h"
 #include "tests/bpe_files.h"
 
@@ -98,7 +99,7 @@ TEST_CASE("prepare: shards of shard_tokens, a short tail joined to the shard bef
     TempDir tmp;
     const std::string input = write_file(tmp.path / "in.txt", corpus(300));  // 22,500 characters
     std::vector<std::vector<std::pair<std::string, std::string>>> outputs;
-    for (int threads : {1, 2, 3}) {
+    for (int threads : {1, 2, 3, 64}) {  // 64: more threads than a batch has pieces (and than cores)
         PrepareOptions o = options(input, tmp.path / ("t" + std::to_string(threads)), "char");
         o.threads = threads;
         o.chunk_bytes = 700;
@@ -114,6 +115,7 @@ TEST_CASE("prepare: shards of shard_tokens, a short tail joined to the shard bef
     }
     CHECK(outputs[0] == outputs[1]);
     CHECK(outputs[0] == outputs[2]);
+    CHECK(outputs[0] == outputs[3]);
 
     PrepareOptions o = options(input, tmp.path / "nano", "char");
     o.format = "nanogpt";
@@ -123,6 +125,45 @@ TEST_CASE("prepare: shards of shard_tokens, a short tail joined to the shard bef
     CHECK(all_tokens(nano.train) == all_tokens(shards.train));
     CHECK(all_tokens(nano.val) == all_tokens(shards.val));
     CHECK(nano.tokenizer == shards.tokenizer);
+}
+
+TEST_CASE("prepare: on multi-byte UTF-8 the split falls on the character train --data=FILE splits at, for "
+          "train_fraction and val_chars, with either tokenizer", "[data][prepare]") {
+    // Two- to four-byte characters before a longer ASCII text (the split falls there, after
+    // them), and after ASCII text (it falls among them): 90 % of the bytes lies far from 90 % of
+    // the characters, and a cut by bytes shows in the tokens of both splits. Each multi-byte
+    // line has one place where GPT-2's pieces may end (". so"), so small pieces change no token.
+    const std::string wide = corpus(60, "καλημέρα κόσμε, ἀγαθὴ ἡμέρα; 你好，世界. so 🙂🌍 ok\n");
+    for (const std::string& text : {wide + corpus(500), corpus(40) + wide}) {
+        REQUIRE(utf8_count_chars(text) < text.size() * 19 / 20);
+        TempDir tmp;
+        const std::string input = write_file(tmp.path / "in.txt", text);
+        for (const std::string tokenizer : {"char", "gpt2"}) {
+            if (tokenizer == "gpt2" && gpt2_dir().empty()) continue;
+            const Tokenizer chars = Tokenizer::from_text(text);
+            const TextTokenizer& tok = tokenizer == "char" ? static_cast<const TextTokenizer&>(chars) : gpt2();
+            const Split want = split_text(text, tok);
+            // The split inside a piece, or at its end.
+            for (size_t chunk : {size_t(64), size_t(700), size_t(1) << 20}) {
+                INFO(tokenizer << ", chunk_bytes " << chunk << ", " << text.size() << " bytes");
+                PrepareOptions o = options(input, tmp.path / (tokenizer + std::to_string(chunk)), tokenizer);
+                o.chunk_bytes = chunk;
+                prepare_data(o);
+                const TokenData d = open_token_data(o.out_dir);
+                CHECK(all_tokens(d.train) == want.train);
+                CHECK(all_tokens(d.val) == want.val);
+            }
+            // val_chars counts characters too: the first 3,210, wherever their bytes end.
+            PrepareOptions o = options(input, tmp.path / (tokenizer + "-val"), tokenizer);
+            o.val_chars = 3210;
+            size_t cut = 0;
+            for (int64_t c = 0; c < o.val_chars; c++) cut += utf8_char_bytes(text, cut);
+            prepare_data(o);
+            const TokenData d = open_token_data(o.out_dir);
+            CHECK(all_tokens(d.val) == tok.encode(text.substr(0, cut)));
+            CHECK(all_tokens(d.train) == tok.encode(text.substr(cut)));
+        }
+    }
 }
 
 TEST_CASE("prepare: with val_chars the first characters are val, no first pass; a vocabulary file instead of one; "

@@ -95,6 +95,10 @@ TEST_CASE("prepare reads standard input with --val_chars; its flags and inputs a
     expect_error(prepare("--out_dir=" + (tmp.path / "x").string() + " " + (tmp.path / "nope.txt").string()), "nope.txt");
     expect_error(prepare("--format=parquet --out_dir=" + (tmp.path / "x").string() + " " + text), "--format");
     expect_error(prepare("--threads=-1 --out_dir=" + (tmp.path / "x").string() + " " + text), "--threads");
+    for (const char* pieces : {"0", "-3", "4097"})
+        expect_error(prepare(std::string("--batch_pieces=") + pieces + " --out_dir=" + (tmp.path / "x").string() + " " +
+                             text), "--batch_pieces must be in [1, 4096]");
+    expect_error(prepare("--batch_pieces=two --out_dir=" + (tmp.path / "x").string() + " " + text), "--batch_pieces");
     expect_error(run(bin("prepare") + " --tokenizer=bpe --out_dir=" + (tmp.path / "x").string() + " " + text), "bpe");
     const bool nothing = !fs::exists(tmp.path / "x") || fs::is_empty(tmp.path / "x");
     CHECK(nothing);

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <memory>
 
 #include "lib/core/errors.h"
+#include "lib/core/parallel.h"
 #include "lib/data/token_writer.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/text/tokenizer_by_name.h"
@@ -42,7 +42,8 @@ std::vector<std::string> list_inputs(const std::vector<std::string>& inputs, con
             std::sort(under.begin(), under.end());
             files.insert(files.end(), under.begin(), under.end());
         } else {
-            check(fs::is_regular_file(in) || (fs::exists(in) && !fs::is_directory(in)), "{}: no such file or directory", in);
+            check(fs::is_regular_file(in) || (fs::exists(in) && !fs::is_directory(in)), "{}: no such file or directory",
+                  in);
             files.push_back(in);
         }
     }
@@ -86,8 +87,10 @@ bool is_graphic_ascii(unsigned char c) { return c > 0x20 && c < 0x7f; }
 bool is_ascii_letter(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
 bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-// Where a piece of s starting at 0 ends: the last cut in [lo, hi] that changes nothing (see
-// prepare.h), else a character boundary at or before hi. s holds at least hi + 2 bytes.
+// Where a piece of s starting at 0 ends. GPT-2: the last cut in [lo, hi] that changes nothing
+// (see prepare.h), else a character boundary at or before hi. char: every character boundary
+// changes nothing, so the one at or before lo (the smaller piece, the less memory). s holds at
+// least hi + 2 bytes.
 size_t find_cut(std::string_view s, size_t lo, size_t hi, bool gpt2) {
     auto u = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
     if (gpt2)
@@ -95,8 +98,9 @@ size_t find_cut(std::string_view s, size_t lo, size_t hi, bool gpt2) {
             if (u(p) == ' ' && is_graphic_ascii(u(p - 1)) && is_ascii_letter(u(p + 1))) return p;
             if (is_ascii_letter(u(p)) && u(p - 1) == '\n' && is_graphic_ascii(u(p - 2))) return p;
         }
-    size_t p = hi;
-    while (p > 1 && is_continuation(u(p)) && hi - p < 3) p--;
+    const size_t at = gpt2 ? hi : lo;
+    size_t p = at;
+    while (p > 1 && is_continuation(u(p)) && at - p < 3) p--;
     return p;
 }
 
@@ -174,6 +178,8 @@ PrepareResult prepare_data(const PrepareOptions& opt, const std::function<void(c
     check_tokenizer_name(opt.tokenizer);
     check(opt.format == "llm.c" || opt.format == "nanogpt", "--format must be llm.c or nanogpt, got '{}'", opt.format);
     check(opt.chunk_bytes >= 64, "--chunk_bytes must be at least 64, got {}", opt.chunk_bytes);
+    check(opt.batch_pieces >= 1 && opt.batch_pieces <= 4096, "--batch_pieces must be in [1, 4096], got {}",
+          opt.batch_pieces);
     check(opt.val_chars >= 0 || (opt.train_fraction > 0 && opt.train_fraction < 1),
           "--train_fraction must be in (0, 1), got {} (the val split needs some text)", opt.train_fraction);
     check(!opt.out_dir.empty(), "--out_dir is needed");
@@ -221,12 +227,12 @@ PrepareResult prepare_data(const PrepareOptions& opt, const std::function<void(c
 
     TokenWriter train(opt.out_dir, opt.format, opt.prefix, "train", opt.shard_tokens,
                       std::min(kTailTokens, opt.shard_tokens));
-    TokenWriter val(opt.out_dir, opt.format, opt.prefix, "val", opt.shard_tokens, std::min(kTailTokens, opt.shard_tokens));
+    TokenWriter val(opt.out_dir, opt.format, opt.prefix, "val", opt.shard_tokens,
+                    std::min(kTailTokens, opt.shard_tokens));
 
     // The second pass: pieces, a batch at a time, encoded side by side, written in order.
     const auto t0 = std::chrono::steady_clock::now();
-    if (opt.threads > 0) omp_set_num_threads(opt.threads);
-    const int K = opt.batch_pieces > 0 ? opt.batch_pieces : 2 * omp_get_max_threads();
+    const int K = opt.batch_pieces, threads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
     const size_t C = opt.chunk_bytes;
     ByteStream in(files);
     std::string buf;  // the stream from `offset` on, not yet cut
@@ -261,25 +267,21 @@ PrepareResult prepare_data(const PrepareOptions& opt, const std::function<void(c
             if (end == 0) n--;  // the split fell here: nothing to encode
         }
         if (n == 0) break;
-        std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int i = 0; i < n; i++) {
+        ParallelExceptions errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(threads, n))
+        for (int i = 0; i < n; i++) errors.run(i, [&] { batch[size_t(i)].ids = tok->encode(batch[size_t(i)].text); });
+        if (errors.any()) {
+            const Piece& pc = batch[size_t(errors.piece())];
             try {
-                batch[size_t(i)].ids = tok->encode(batch[size_t(i)].text);
-            } catch (...) {
-                errors[size_t(i)] = std::current_exception();
+                errors.rethrow();
+            } catch (const Error& e) {
+                fail("in the input's bytes {} to {}: {}", pc.offset, pc.offset + pc.text.size(), e.what());
             }
         }
         for (int i = 0; i < n; i++) {
-            const Piece& pc = batch[size_t(i)];
-            if (errors[size_t(i)]) {
-                try {
-                    std::rethrow_exception(errors[size_t(i)]);
-                } catch (const Error& e) {
-                    fail("in the input's bytes {} to {}: {}", pc.offset, pc.offset + pc.text.size(), e.what());
-                }
-            }
+            Piece& pc = batch[size_t(i)];
             (pc.val ? val : train).write(pc.ids.data(), pc.ids.size());
+            std::vector<int>().swap(pc.ids);  // not held while the next batch is read
         }
         if (progress) {
             PrepareProgress p;

@@ -8,14 +8,15 @@
 // the bytes and chunk_bytes, never on the number of threads, so the output is byte-identical
 // whatever the thread count.
 //
-// Cuts that change nothing. With the char tokenizer a piece ends at any character boundary.
-// GPT-2's pre-tokenizer (lib/text/bpe.h) looks past a piece's end only within a run of white
-// space, so a piece ends where no token can straddle the cut and nothing looks across it: before
-// a space that follows a visible ASCII character and precedes an ASCII letter ("word| next"), or
-// before an ASCII letter that follows a newline that follows a visible ASCII character
-// ("word:\n|Next"). Encoding the pieces one by one then gives exactly the tokens of encoding the
-// text whole (tested). A stretch of 2·chunk_bytes without such a place (no spaces, no
-// lines) is cut at a character boundary there, where the tokens may differ from the whole text's.
+// Cuts that change nothing. With the char tokenizer a piece ends at any character boundary (the
+// last one at or before chunk_bytes). GPT-2's pre-tokenizer (lib/text/bpe.h) looks past a
+// piece's end only within a run of white space, so a piece ends where no token can straddle the
+// cut and nothing looks across it: before a space that follows a visible ASCII character and
+// precedes an ASCII letter ("word| next"), or before an ASCII letter that follows a newline that
+// follows a visible ASCII character ("word:\n|Next"), the last such place between chunk_bytes and
+// 2·chunk_bytes. Encoding the pieces one by one then gives exactly the tokens of encoding the
+// text whole (tested). A stretch of 2·chunk_bytes without such a place (no spaces, no lines) is
+// cut at a character boundary there, where the tokens may differ from the whole text's.
 //
 // The split, as build/train --data=FILE makes it (lib/data/dataset.h's split_text): the first
 // train_fraction of the characters train, the rest val, no piece straddling the cut. That needs
@@ -26,11 +27,14 @@
 // found by the same first pass, or read from a vocabulary file (a tokenizer.json) given
 // beforehand; it is written beside the tokens (tokenizer.json) with the first shard.
 //
-// Memory, whatever the input's size: the stream's unread bytes (under 3·chunk_bytes), one batch
-// of batch_pieces pieces (at most 2·chunk_bytes each) and their tokens as ints (4 bytes each,
-// at most one per byte), the writer's uint16 copy of one piece's tokens, and for shards up to
-// kTailTokens tokens held back: about (10·batch_pieces + 7)·chunk_bytes + 128 kB, plus the
-// tokenizer (docs/data.md has the measurement).
+// Memory, whatever the input's size and whatever the thread count: the stream's unread bytes
+// (under 3·chunk_bytes) and the read buffer (chunk_bytes), one batch of batch_pieces pieces (at
+// most 2·chunk_bytes each) and their tokens as ints (4 bytes each, at most one per byte), the
+// writer's uint16 copy of one piece's tokens, and for shards up to kTailTokens tokens held back:
+// about (10·batch_pieces + 8)·chunk_bytes + 128 kB, plus the program, the tokenizer and its
+// scratch for each piece being encoded (docs/data.md has the measurement). The batch is a fixed
+// number of pieces, not a multiple of the thread count, so the bound holds for any thread count;
+// threads beyond batch_pieces have nothing to encode, and are not started.
 //
 // Shards hold shard_tokens tokens each, except the last of each split: a tail shorter than
 // kTailTokens goes into the shard before it (which may then hold up to shard_tokens +
@@ -64,8 +68,8 @@ struct PrepareOptions {
     std::string prefix = "data";      // shards are PREFIX_train_NNNNNN.bin, PREFIX_val_NNNNNN.bin
     size_t shard_tokens = 100000000;  // llm.c's 10^8
     size_t chunk_bytes = size_t(1) << 20;
-    int batch_pieces = 0;             // pieces encoded side by side; 0: 2 per thread
-    int threads = 0;                  // 0: OpenMP's default
+    int batch_pieces = 8;             // pieces encoded side by side, at most one per thread
+    int threads = 0;                  // encoding threads; 0: OpenMP's default (never changed: num_threads)
 };
 
 struct PrepareProgress {
