@@ -522,7 +522,7 @@ ARM64_TRIPLET    := aarch64-linux-gnu
 ARM64_BUILD      ?= build-arm64
 ARM64_PKGS       := crossbuild-essential-arm64 qemu-user libopenblas-openmp-dev:arm64 libopenblas-dev:arm64 \
                     libhwy-dev:arm64 libfmt-dev:arm64 libpcre2-dev:arm64
-ARM64_TESTS      ?= "~[apps]~[circuits]~[alloc]~[mpi]~[.]"
+ARM64_TESTS      ?= "~[apps]~[circuits]~[alloc]~[mpi]~[timing]~[.]"
 ARM64_WIDE_TESTS ?= "[simd]~[determinism],[platform]"
 ARM64_SVE_WIDTHS ?= 128 256 1024 2048
 QEMU_ARM64       ?= qemu-aarch64 -cpu max

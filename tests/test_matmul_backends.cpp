@@ -15,6 +15,7 @@
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/matmul_bf16.h"
 #include "lib/kernels/peak.h"
+#include "lib/kernels/simd.h"
 #include "lib/train/matmul_choice.h"
 #include "lib/train/startup_cache.h"
 #include "lib/train/trainer.h"

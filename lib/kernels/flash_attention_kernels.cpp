@@ -16,7 +16,7 @@
 
 #include "lib/kernels/bf16-inl.h"
 #include "lib/kernels/flash_attention_kernels.h"
-#include "lib/kernels/peak.h"  // cpu_has_bf16_dot
+#include "lib/kernels/simd.h"  // cpu_has_bf16_dot
 
 // ---- the working space of one call, the same on every target ------------------------------------
 #ifndef HG_FLASH_SPACE

@@ -9,7 +9,7 @@
 #include "lib/core/errors.h"
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/onednn_matmul.h"
-#include "lib/kernels/peak.h"  // cpu_has_bf16_dot
+#include "lib/kernels/simd.h"  // cpu_has_bf16_dot
 
 
 namespace hg {

@@ -1,5 +1,6 @@
-// simd.cpp — target listing and forcing, for tests and for the apps' banner (see simd.h). The
-// vector width is asked of each target's own code (compiled once per target, like a kernel).
+// simd.cpp — target listing and forcing, for tests and for the apps' banner, and the bf16 probe
+// (see simd.h). The vector width is asked of each target's own code (compiled once per target,
+// like a kernel).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels/simd.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
@@ -36,6 +37,14 @@ std::string simd_current_target() {
 }
 
 int simd_vector_bits() { return int(HWY_DYNAMIC_DISPATCH(FloatLanes)() * 32); }
+
+bool cpu_has_bf16_dot() {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
+}
 
 }  // namespace hg
 #endif

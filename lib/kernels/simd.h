@@ -42,4 +42,10 @@ std::string simd_current_target();
 // The width in bits of a full float vector on that target (SVE: this CPU's vector length).
 int simd_vector_bits();
 
+// Does this CPU have bf16 dot products (x86's AVX512_BF16: vdpbf16ps)? Asked of the CPU, never
+// assumed; false on every other architecture. Highway 1.0.3 has no target for it: the bf16
+// products (matmul_bf16.h), flash attention's bf16 tiles (flash_attention_kernels.h) and the
+// bf16 peak (peak.h) ask here.
+bool cpu_has_bf16_dot();
+
 }  // namespace hg
