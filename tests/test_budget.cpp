@@ -290,12 +290,15 @@ TEST_CASE("presets set the training recipe too; explicit flags win", "[apps][bud
     CHECK(gpt2_block.gelu == GeluKind::Tanh);
     CHECK(modern.block_size == gpt2_block.block_size);
     // speedrun-float32: the speedrun's recipe in float, on the model before it grew (192 wide
-    // with dropout; 128 wide as speedrun-classic, none); speedrun itself in bf16 exactly where
-    // the bf16 products run on the CPU's dot products
+    // with dropout; 128 wide as speedrun-classic, none); speedrun itself in bf16 on every CPU,
+    // whatever runs its bf16 products (the same preset with them widened to float)
     const TrainConfig f32 = train_preset("speedrun-float32");
     CHECK(f32.dtype == DType::Float32);
     CHECK(classic.dtype == DType::Float32);
-    CHECK(speed.dtype == (matmul_bf16_backend() == Bf16Backend::OneDNN ? DType::BFloat16 : DType::Float32));
+    CHECK(speed.dtype == DType::BFloat16);
+    matmul_bf16_force_widen(true);
+    CHECK(train_config_to_json(train_preset("speedrun")) == train_config_to_json(speed));
+    matmul_bf16_force_widen(false);
     CHECK(f32.optimizer == speed.optimizer);
     CHECK(f32.muon.lr == speed.muon.lr);
     CHECK(train_config_to_json(f32) == train_config_to_json([&] {

@@ -8,7 +8,6 @@
 #include "lib/checkpoint/json_get.h"
 #include "lib/core/errors.h"
 #include "lib/core/named.h"
-#include "lib/kernels/matmul_bf16.h"
 
 namespace hg {
 
@@ -57,11 +56,11 @@ TrainConfig train_preset(const std::string& name) {
         t.optimizer = OptimizerKind::Muon;                     // on the same schedule
         t.muon.lr = 1e-2f;
     }
-    // bf16 costs nothing measurable per step (the course recipe's whole-val loss after 2000
-    // steps: 1.8925 against float's 1.8929, docs/bf16.md) and makes a step faster, so more fit
-    // in the budget (docs/speedrun.md); but only where the CPU has bf16 dot products: widened,
-    // it would be slower than float.
-    if (name == "speedrun" && matmul_bf16_backend() == Bf16Backend::OneDNN) t.dtype = DType::BFloat16;
+    // bf16 on every machine: a preset is the same run wherever it runs. Its model was sized for
+    // bf16's faster step (docs/speedrun.md); on a CPU without bf16 dot products its products
+    // are widened to float, the same numbers at a slower pace than float's, and
+    // speedrun-float32, the recipe in float on the model float's step affords, is the one to run.
+    if (name == "speedrun") t.dtype = DType::BFloat16;
     if (name == "finetune-shakespeare") {  // nanoGPT's finetune_shakespeare.py, sized for a CPU (docs/gpt2.md)
         t.batch_size = 4, t.gradient_accumulation_steps = 2, t.max_iters = 20;  // 4 × 2 × 256 tokens a step
         t.eval_interval = 5, t.eval_iters = 2, t.log_interval = 1;

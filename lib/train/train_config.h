@@ -39,9 +39,10 @@ struct TrainConfig {
 
 // The training half of a preset (the model half is hg::preset, config.h): nanoGPT's
 // train_shakespeare_char.py for "shakespeare-char", the ten-minute recipe for "speedrun" (with
-// Muon, in bf16 where the CPU has bf16 dot products), "speedrun-float32" (the same in float) and
-// "speedrun-classic" (AdamW alone, float; docs/speedrun.md), finetune_shakespeare.py cut to
-// a CPU's size for "finetune-shakespeare", the course's recipe (the defaults above) for the others.
+// Muon, in bf16 on every CPU: without bf16 dot products, slower than float), "speedrun-float32"
+// (the same in float, for such a CPU) and "speedrun-classic" (AdamW alone, float;
+// docs/speedrun.md), finetune_shakespeare.py cut to a CPU's size for "finetune-shakespeare", the
+// course's recipe (the defaults above) for the others. No preset depends on the machine.
 TrainConfig train_preset(const std::string& name);
 
 // A TrainConfig as one JSON object, every field under its train flag's name ("batch_size",
