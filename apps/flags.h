@@ -184,6 +184,13 @@ inline int run_app(CLI::App& app, int argc, char** argv, const std::function<int
     auto report = [](const char* what) { std::fprintf(stderr, "error: %s\n", what); };
     add_config_option(app);
     try {
+        const std::string config = config_path_in_args(argc, argv);
+        if (!config.empty()) check_config_keys(app, config);
+    } catch (const Error& e) {
+        report(e.what());
+        return 1;
+    }
+    try {
         app.parse(argc, argv);
     } catch (const CLI::ConfigError& e) {
         report(config_error(app, e.what()).c_str());
