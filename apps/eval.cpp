@@ -5,7 +5,7 @@
 //
 //   build/eval --ckpt=gpt2.safetensors --data=data/tinyshakespeare/input.txt   (its gpt2 tokenizer)
 //   build/eval --ckpt=... --data=DIR --split=val      (token files: build/prepare's shards, nanoGPT's .bin;
-//                                                      mapped, the same windows as over a text's split)
+//                                                      read from disk, the same windows as over a text's split)
 //
 // The windows are lib/train/evaluate.h's: non-overlapping, each target scored once; the loss is their
 // mean in nats per token, and in bits per character (tokens of different tokenizers cover

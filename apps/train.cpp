@@ -105,7 +105,7 @@ struct RunData {
     std::unique_ptr<TextTokenizer> tok;
     GPTConfig config;
     Split split;                     // a text's tokens, in memory
-    std::optional<TokenData> files;  // or token files, mapped (lib/data/shards.h)
+    std::optional<TokenData> files;  // or token files, read from disk (lib/data/shards.h)
     TokenView train, val;            // the splits, either way
     std::vector<std::string> vocab;
 };
@@ -162,7 +162,7 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
                to_string(c.bias), c.tie_weights ? "tied" : "untied", describe_block(c), c.dropout);
     fmt::print("data: {} tokens of the {} tokenizer ({} train, {} val{}); {} tokens per iteration\n",
                d.train.size() + d.val.size(), d.tok->name(), d.train.size(), d.val.size(),
-               d.files ? ", " + d.files->describe() + ", mapped" : "", tokens_per_iter(trainer));
+               d.files ? ", " + d.files->describe() + ", read from disk" : "", tokens_per_iter(trainer));
     fmt::print("threads: {}{}, SIMD: {}\n", threads,
                tc.batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows, a model replica each)",
                                                   tc.batch_threads, tc.batch_size / tc.batch_threads) : "",

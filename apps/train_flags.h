@@ -66,8 +66,9 @@ struct TrainFlags {
         tokenizer.add(app, "char from scratch, else the checkpoint's");
         app.add_option("--always_save_checkpoint", always_save_checkpoint,
                        "save at every eval, not only on a new best val loss")->capture_default_str();
-        app.add_option("--data", data, "a UTF-8 text file; or token files, mapped: a directory of build/prepare's (llm.c's) "
-                       "shards or nanoGPT's train.bin/val.bin, or a glob of shards (docs/data.md)")->capture_default_str();
+        app.add_option("--data", data, "a UTF-8 text file; or token files, read from disk: a directory of "
+                       "build/prepare's (llm.c's) shards or nanoGPT's train.bin/val.bin, or a glob of shards "
+                       "(docs/data.md)")->capture_default_str();
         matmul.add(app);
         app.add_option("--threads", threads,
                        "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");

@@ -135,7 +135,8 @@ TEST_CASE("--config: the command line wins over the file for every kind of flag,
     const Run r = run(bin("train") + kTiny + " --config=" + cfg + " --preset=course --n_layer=1 --learning_rate=0.003 "
                       "--min_lr=0.0001 --seed=8 --optimizer=adamw --norm=layernorm --dtype=float32 --qk_norm=false "
                       "--init_zero_proj --decay_lr=true --tie_weights=false --batch_threads=1 --tokenizer=char "
-                      "--threads=1 --matmul=openblas --max_iters=2 --eval_interval=2 --data=" + data + " --out_dir=" + out);
+                      "--threads=1 --matmul=openblas --max_iters=2 --eval_interval=2 --data=" + data +
+                      " --out_dir=" + out);
     INFO(r.output);
     REQUIRE(r.status == 0);
     CHECK(!fs::exists(tmp.path / "file-out"));
@@ -144,7 +145,8 @@ TEST_CASE("--config: the command line wins over the file for every kind of flag,
     const hg::TrainConfig course = hg::train_preset("course"), ft = hg::train_preset("finetune-shakespeare");
     REQUIRE(course.log_interval != ft.log_interval);
     REQUIRE(course.adamw.beta2 != ft.adamw.beta2);
-    for (const std::string& line : {std::string("preset = \"course\""), fmt::format("log_interval = {}", course.log_interval),
+    for (const std::string& line : {std::string("preset = \"course\""),
+                                    fmt::format("log_interval = {}", course.log_interval),
                                     fmt::format("beta2 = {}", course.adamw.beta2), std::string("n_layer = 1"),
                                     std::string("learning_rate = 0.003"), std::string("min_lr = 0.0001"),
                                     std::string("seed = 8"), std::string("optimizer = \"adamw\""),

@@ -1,8 +1,11 @@
 // test_prepare_app.cpp — text to a trained model in two commands: build/prepare writes token
-// files, build/train and build/eval read them mapped, exactly as they read the text (the same
+// files, build/train and build/eval read them from disk, exactly as they read the text (the same
 // tensors, the same losses); resuming reads the same batches; nanoGPT's directories both ways;
-// and every flawed token file ends train with one line, exit 1, no checkpoint.
+// every flawed token file ends train with one line, exit 1, no checkpoint; and so does a shard
+// cut short while a run reads it.
 #include "tests/catch.h"
+
+#include <fmt/format.h>
 
 #include <cstring>
 #include <filesystem>
@@ -10,6 +13,7 @@
 
 #include "lib/data/shards.h"
 #include "tests/app_runner.h"
+#include "tests/spawn.h"
 
 using namespace hg;
 using namespace hg::test;
@@ -53,7 +57,7 @@ TEST_CASE("prepare then train on the directory, a glob, or nanoGPT's .bin: the r
         const Run r = run(bin("train") + kRun + " --data=" + data + " --out_dir=" + out);
         INFO(r.output);
         REQUIRE(r.status == 0);
-        CHECK(r.output.find("mapped") != std::string::npos);
+        CHECK(r.output.find("read from disk") != std::string::npos);
         CHECK(check_same_tensors(a, out + "/ckpt.safetensors") > 0);
         // eval scores a token set's val split as the text's
         CHECK(eval_line(out + "/ckpt.safetensors", data) == eval_line(a, text));
@@ -158,6 +162,28 @@ TEST_CASE("train refuses each flawed token set in one line, exit 1, writing noth
     // the tokenizer a run asks for must be the data's
     expect_error(run(bin("train") + kRun + " --tokenizer=gpt2 --data=" + good + " --out_dir=" + (tmp.path / "o").string()),
                  "holds char (22 tokens) ids");
+}
+
+TEST_CASE("a shard cut short while train reads it ends the run with one error line, exit 1, no signal",
+          "[apps][shards][errors]") {
+    TempDir tmp("handgrad-cut-shard");
+    const std::string text = write_file(tmp.path / "in.txt", corpus(400));
+    const std::string dir = (tmp.path / "data").string(), shard = dir + "/data_train_000000.bin";
+    REQUIRE(prepare("--out_dir=" + dir + " " + text).status == 0);
+    const std::string out = (tmp.path / "out").string();
+    const Spawned s = spawn(bin("train") + kTiny + " --batch_threads=1 --max_iters=1000000 --eval_interval=1000000 "
+                            "--log_interval=1 --data=" + dir + " --out_dir=" + out, (tmp.path / "log").string());
+    const bool training = wait_for_output(s, "\niter 2:");
+    const uintmax_t was = fs::file_size(shard);
+    fs::resize_file(shard, kShardHeaderBytes + 64);  // what a copy over it, or a disk that filled, leaves
+    const int status = wait_exit(s);
+    const std::string log = read_bytes(s.log);
+    INFO(log);
+    REQUIRE(training);
+    CHECK(status == 1);  // not 128 + SIGBUS
+    expect_error(Run{status, log}, fmt::format("{}: the file is {} bytes now, {} when it was opened", shard,
+                                               kShardHeaderBytes + 64, was));
+    CHECK(log.find('\n', log.find("error: ")) + 1 == log.size());  // one line, the last
 }
 
 TEST_CASE("nanoGPT's char-level directory both ways: meta.pkl from tokenizer.json and back; without either "

@@ -1,5 +1,5 @@
 // test_shards.cpp — token files: llm.c's shard format written and read back, every header
-// field checked, nanoGPT's .bin, the mapped view read as the vector it stands for (windows,
+// field checked, nanoGPT's .bin, a view over files read as the vector it stands for (windows,
 // batches, the evaluation), and each flawed file refused with one line naming it and the field.
 #include "tests/catch.h"
 
@@ -71,7 +71,9 @@ TEST_CASE("shard: the header is llm.c's, and a written shard reads back its toke
     const std::string path = write_file(tmp.path / "x_train_000000.bin", shard_bytes(tokens));
     const TokenFile t = open_shard(path);
     REQUIRE(t.n == tokens.size());
-    CHECK(std::equal(tokens.begin(), tokens.end(), t.tokens));
+    std::vector<int> got(t.n);
+    TokenView::of_parts({t.part()}).copy(0, t.n, got.data());
+    CHECK(std::equal(tokens.begin(), tokens.end(), got.begin()));
 }
 
 TEST_CASE("shard: each header field and the file's size are checked, naming the file and the field",
@@ -171,18 +173,21 @@ TEST_CASE("token data: a directory of shards, a glob of them, nanoGPT's director
 }
 
 TEST_CASE("token view: windows across shards are the windows of the concatenation; batches and the "
-          "evaluation read a mapped split as the vector it stands for", "[data][shards]") {
+          "evaluation read a split in files as the vector it stands for", "[data][shards]") {
     TempDir tmp;
     const std::vector<uint16_t> a = ramp(97, 65, 1), b = ramp(5, 65, 2), c = ramp(130, 65, 3);
     std::vector<int> all(a.begin(), a.end());
     all.insert(all.end(), b.begin(), b.end());
     all.insert(all.end(), c.begin(), c.end());
-    const TokenView mapped = TokenView::arrays({{a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}});
+    // Two shards on disk with an array in memory between them.
+    const TokenFile fa = open_shard(write_file(tmp.path / "a_train_000000.bin", shard_bytes(a)));
+    const TokenFile fc = open_shard(write_file(tmp.path / "c_train_000000.bin", shard_bytes(c)));
+    const TokenView in_files = TokenView::of_parts({fa.part(), {b.data(), b.size(), nullptr, 0}, fc.part()});
     const TokenView in_memory(all);
-    REQUIRE(mapped.size() == all.size());
+    REQUIRE(in_files.size() == all.size());
     std::vector<int> x(40), y(40);
     for (size_t start = 0; start + 40 <= all.size(); start += 3) {
-        mapped.copy(start, 40, x.data());
+        in_files.copy(start, 40, x.data());
         in_memory.copy(start, 40, y.data());
         REQUIRE(x == y);
     }
@@ -190,13 +195,13 @@ TEST_CASE("token view: windows across shards are the windows of the concatenatio
     std::vector<int> idx_a(B * T), tg_a(B * T), idx_b(B * T), tg_b(B * T);
     Rng r1(42), r2(42);
     for (int it = 0; it < 50; it++) {
-        sample_batch(idx_a.data(), tg_a.data(), mapped, B, T, r1);
+        sample_batch(idx_a.data(), tg_a.data(), in_files, B, T, r1);
         sample_batch(idx_b.data(), tg_b.data(), all, B, T, r2);
         REQUIRE(idx_a == idx_b);
         REQUIRE(tg_a == tg_b);
     }
-    CHECK(mapped.same_as(mapped));
-    CHECK_FALSE(mapped.same_as(in_memory));
+    CHECK(in_files.same_as(in_files));
+    CHECK_FALSE(in_files.same_as(in_memory));
 }
 
 TEST_CASE("token data: flawed sets are refused in one line naming the file", "[data][shards][errors]") {

@@ -41,7 +41,7 @@ Split split_text(std::string_view text, const TextTokenizer& tok, double train_f
 //   idx[b, :] = ids[i : i+T],  targets[b, :] = ids[i+1 : i+T+1]
 // so targets[b, t] is the token that follows idx[b, t]. A split shorter than T + 1 tokens
 // throws, naming `split_name` ("the val split has 100 tokens; block_size 256 needs at least 257").
-// `ids` is a vector or mapped shards alike (token_view.h): the windows of a split of many
+// `ids` is a vector or shards on disk alike (token_view.h): the windows of a split of many
 // shards are drawn over their concatenation, exactly as over one array of the same tokens.
 void sample_batch(int* idx,      // (B, T) out
                   int* targets,  // (B, T) out

@@ -1,11 +1,7 @@
 // shards.cpp — see shards.h.
 #include "lib/data/shards.h"
 
-#include <fcntl.h>
 #include <glob.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -20,36 +16,6 @@
 namespace hg {
 namespace fs = std::filesystem;
 
-std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
-    auto m = std::make_shared<MappedFile>();
-    m->path = path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    check(fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail("{}: not a regular file", path);
-    }
-    m->size = size_t(st.st_size);
-    if (m->size > 0) {
-        void* p = mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED) {
-            const int e = errno;
-            ::close(fd);
-            fail("{}: cannot map {} bytes: {}", path, m->size, std::strerror(e));
-        }
-        // Windows are read at random places: no read-ahead around each one.
-        madvise(p, m->size, MADV_RANDOM);
-        m->data = static_cast<const uint8_t*>(p);
-    }
-    ::close(fd);  // the mapping keeps the file
-    return m;
-}
-
-MappedFile::~MappedFile() {
-    if (data) munmap(const_cast<uint8_t*>(data), size);
-}
-
 static int32_t header_int(const uint8_t* p, size_t i) {
     const uint8_t* b = p + 4 * i;  // little-endian, whatever the host
     return int32_t(uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24);
@@ -57,35 +23,36 @@ static int32_t header_int(const uint8_t* p, size_t i) {
 
 TokenFile open_shard(const std::string& path) {
     TokenFile t;
-    t.file = MappedFile::open(path);
-    const uint8_t* p = t.file->data;
-    const size_t size = t.file->size;
+    t.file = ReadFile::open(path);
+    const uint64_t size = t.file->size;
     check(size >= kShardHeaderBytes, "{}: {} bytes, shorter than a shard's {}-byte header (truncated?)", path, size,
           kShardHeaderBytes);
+    uint8_t p[kShardHeaderBytes];
+    t.file->read(0, p, kShardHeaderBytes);
     check(header_int(p, 0) == kShardMagic, "{}: magic (header int 0) is {}, not llm.c's {}", path, header_int(p, 0),
           kShardMagic);
     check(header_int(p, 1) == kShardVersion, "{}: version (header int 1) is {}, not {} (uint16 tokens){}", path,
-          header_int(p, 1), kShardVersion, header_int(p, 1) == 2 ? "; version 2 holds uint32 tokens, not read here" : "");
+          header_int(p, 1), kShardVersion,
+          header_int(p, 1) == 2 ? "; version 2 holds uint32 tokens, not read here" : "");
     const int32_t n = header_int(p, 2);
     check(n > 0, "{}: token count (header int 2) is {}, must be positive", path, n);
     for (size_t i = 3; i < kShardHeaderInts; i++)
         check(header_int(p, i) == 0, "{}: header int {} is {}, must be 0 (unused in llm.c's version 1)", path, i,
               header_int(p, i));
-    const size_t want = kShardHeaderBytes + 2 * size_t(n);
+    const uint64_t want = kShardHeaderBytes + 2 * uint64_t(n);
     check(size == want, "{}: token count (header int 2) is {}, so the file should have {} bytes; it has {}{}", path, n,
           want, size, size < want ? " (truncated?)" : "");
-    t.tokens = reinterpret_cast<const uint16_t*>(p + kShardHeaderBytes);
+    t.offset = kShardHeaderBytes;
     t.n = size_t(n);
     return t;
 }
 
 TokenFile open_raw_tokens(const std::string& path) {
     TokenFile t;
-    t.file = MappedFile::open(path);
+    t.file = ReadFile::open(path);
     check(t.file->size > 0, "{}: empty (nanoGPT's .bin holds uint16 tokens)", path);
     check(t.file->size % 2 == 0, "{}: {} bytes, an odd number: not uint16 tokens (truncated?)", path, t.file->size);
-    t.tokens = reinterpret_cast<const uint16_t*>(t.file->data);
-    t.n = t.file->size / 2;
+    t.n = size_t(t.file->size / 2);
     return t;
 }
 
@@ -162,7 +129,8 @@ static std::string shard_split(std::string name) {  // ..._train.bin, ..._train_
     if (!ends_with(".bin")) return "";
     name.resize(name.size() - 4);
     const size_t digits = name.size() - (name.find_last_not_of("0123456789") + 1);
-    if (digits > 0 && name.size() > digits && name[name.size() - digits - 1] == '_') name.resize(name.size() - digits - 1);
+    if (digits > 0 && name.size() > digits && name[name.size() - digits - 1] == '_')
+        name.resize(name.size() - digits - 1);
     for (const char* split : {"train", "val"})
         if (ends_with(std::string("_") + split) && name.size() > std::strlen(split) + 1) return split;
     return "";
@@ -173,26 +141,22 @@ static std::string shard_split(std::string name) {  // ..._train.bin, ..._train_
 static TokenFiles open_files(const std::vector<std::string>& paths, bool raw, int V) {
     TokenFiles s;
     std::vector<TokenView::Part> parts;
-    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    std::vector<uint8_t> piece(size_t(2) << 20);  // every id below V, checked 2 MB at a time
     for (const std::string& p : paths) {
         TokenFile t = raw ? open_raw_tokens(p) : open_shard(p);
-        // Every id below V, in pieces: each piece's pages handed back once checked.
-        const size_t piece = size_t(1) << 20;  // 2 MB
-        for (size_t at = 0; at < t.n; at += piece) {
-            const size_t end = std::min(t.n, at + piece);
-            uint16_t max = 0;
-            size_t where = 0;
-            for (size_t i = at; i < end; i++)
-                if (t.tokens[i] > max) max = t.tokens[i], where = i;
-            check(int(max) < V, "{}: the token at position {} is {}, outside the tokenizer's {} ids", p, where, max, V);
-            const uintptr_t b = uintptr_t(t.tokens + at) & ~uintptr_t(page - 1);
-            madvise(reinterpret_cast<void*>(b), uintptr_t(t.tokens + end) - b, MADV_DONTNEED);
+        for (size_t at = 0; at < t.n; at += piece.size() / 2) {
+            const size_t n = std::min(t.n - at, piece.size() / 2);
+            t.file->read(t.offset + 2 * uint64_t(at), piece.data(), 2 * n);
+            for (size_t i = 0; i < n; i++) {
+                const int id = int(piece[2 * i]) | int(piece[2 * i + 1]) << 8;
+                check(id < V, "{}: the token at position {} is {}, outside the tokenizer's {} ids", p, at + i, id, V);
+            }
         }
-        parts.push_back({t.tokens, t.n});
+        parts.push_back(t.part());
         s.files.push_back(std::move(t));
         s.paths.push_back(p);
     }
-    s.view = TokenView::mapped(std::move(parts));
+    s.view = TokenView::of_parts(std::move(parts));
     return s;
 }
 

@@ -1,5 +1,5 @@
-// shards.h — token files on disk, in the two formats people already have, mapped (not read)
-// into memory.
+// shards.h — token files on disk, in the two formats people already have, read window by
+// window where they lie (token_view.h), never loaded.
 //
 // llm.c's shard (what build/prepare writes): a header of 256 little-endian int32,
 //   [0] = 20240520 (the magic), [1] = 1 (the version: uint16 tokens), [2] = n (the tokens),
@@ -19,9 +19,10 @@
 // tokenizer.json is refused: tools/nanogpt_meta.py writes the one from the other.
 //
 // Everything is checked when opened, before any training: each header field, the file's size
-// against the header, every token against the tokenizer's size (one pass over the file, its
-// pages handed back as it goes: the check does not leave the data resident), each split's
-// length. A flaw throws hg::Error naming the file and the field.
+// against the header, every token against the tokenizer's size (one pass over the file, read
+// in pieces of 2 MB: the check leaves nothing resident), each split's length. A flaw throws
+// hg::Error naming the file and the field; so does a file that changes size later, while a run
+// reads it (token_view.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,20 +39,12 @@ inline constexpr int32_t kShardVersion = 1;
 inline constexpr size_t kShardHeaderInts = 256;
 inline constexpr size_t kShardHeaderBytes = kShardHeaderInts * 4;
 
-// One file mapped read-only; unmapped when the last copy of the shared_ptr goes.
-struct MappedFile {
-    std::string path;
-    const uint8_t* data = nullptr;  // (size)
-    size_t size = 0;
-    static std::shared_ptr<MappedFile> open(const std::string& path);
-    ~MappedFile();
-};
-
-// One file's tokens: the mapping and where in it the uint16 tokens lie.
+// One file's tokens: the open file and where in it the uint16 tokens lie.
 struct TokenFile {
-    std::shared_ptr<MappedFile> file;
-    const uint16_t* tokens = nullptr;  // (n)
+    std::shared_ptr<const ReadFile> file;
+    uint64_t offset = 0;  // bytes before the first token
     size_t n = 0;
+    TokenView::Part part() const { return {nullptr, n, file, offset}; }
 };
 
 // An llm.c shard: the header checked against the file's size (hg::Error naming the file and
@@ -76,7 +69,7 @@ DataTokenizer read_tokenizer_file(const std::string& path);
 // DIR/tokenizer.json for `tok` (written atomically).
 void write_data_tokenizer(const std::string& dir, const DataTokenizer& tok);
 
-// A split's or a whole set's token files, mapped, with the view that reads them.
+// A split's or a whole set's token files, open, with the view that reads them.
 struct TokenFiles {
     std::vector<TokenFile> files;
     std::vector<std::string> paths;

@@ -1,28 +1,62 @@
 // token_view.cpp — see token_view.h.
 #include "lib/data/token_view.h"
 
-#include <sys/mman.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
+#include <cstring>
+
+#include "lib/core/errors.h"
 
 namespace hg {
 
-static const size_t kPageBytes = size_t(sysconf(_SC_PAGESIZE));
+std::shared_ptr<const ReadFile> ReadFile::open(const std::string& path) {
+    auto f = std::make_shared<ReadFile>();
+    f->path = path;
+    f->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    check(f->fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));
+    struct stat st {};
+    check(fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode), "{}: not a regular file", path);
+    f->size = uint64_t(st.st_size);
+#ifdef POSIX_FADV_RANDOM
+    posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);  // windows are read at random places: no read-ahead
+#endif
+    return f;
+}
 
-TokenView TokenView::arrays(std::vector<Part> parts) {
+ReadFile::~ReadFile() {
+    if (fd >= 0) ::close(fd);
+}
+
+void ReadFile::read(uint64_t offset, void* dst, size_t n) const {
+    auto* p = static_cast<char*>(dst);
+    size_t done = 0;
+    while (done < n) {
+        const ssize_t got = pread(fd, p + done, n - done, off_t(offset + done));
+        if (got > 0) {
+            done += size_t(got);
+            continue;
+        }
+        if (got < 0 && errno == EINTR) continue;
+        const int e = errno;
+        struct stat st {};
+        const bool known = fstat(fd, &st) == 0;
+        check(got == 0, "{}: cannot read {} bytes at byte {}: {}", path, n, offset, std::strerror(e));
+        fail("{}: the file is {} bytes now, {} when it was opened: it was cut short or rewritten while in use "
+             "(byte {} is gone)", path, known ? std::to_string(st.st_size) : "?", size, offset + done);
+    }
+}
+
+TokenView TokenView::of_parts(std::vector<Part> parts) {
     TokenView v;
     v.starts_.push_back(0);
     for (const Part& p : parts) v.starts_.push_back(v.starts_.back() + p.n);
     v.size_ = v.starts_.back();
     v.parts_ = std::move(parts);
-    return v;
-}
-
-TokenView TokenView::mapped(std::vector<Part> parts) {
-    TokenView v = arrays(std::move(parts));
-    v.read_since_release_ = std::make_shared<std::atomic<size_t>>(0);
     return v;
 }
 
@@ -36,16 +70,26 @@ void TokenView::copy(size_t start, size_t n, int* out) const {
     size_t k = size_t(std::upper_bound(starts_.begin(), starts_.end(), start) - starts_.begin()) - 1;
     size_t done = 0;
     while (done < n) {
+        const Part& p = parts_[k];
         const size_t off = start + done - starts_[k];
-        const size_t take = std::min(n - done, parts_[k].n - off);
-        const uint16_t* src = parts_[k].tokens + off;
-        for (size_t i = 0; i < take; i++) out[done + i] = src[i];
+        const size_t take = std::min(n - done, p.n - off);
+        int* dst = out + done;
+        if (p.tokens) {
+            std::copy(p.tokens + off, p.tokens + off + take, dst);
+        } else {
+            // The 2·take bytes go to the upper half of dst's 4·take and are widened front to
+            // back: int i overwrites bytes [4i, 4i + 4) after token i is read, and every token
+            // j > i lies at bytes 2·take + 2j >= 4i + 4, past them.
+            auto* bytes = reinterpret_cast<unsigned char*>(dst);
+            p.file->read(p.offset + 2 * uint64_t(off), bytes + 2 * take, 2 * take);
+            for (size_t i = 0; i < take; i++) {
+                const unsigned char* b = bytes + 2 * take + 2 * i;
+                dst[i] = int(b[0]) | int(b[1]) << 8;
+            }
+        }
         done += take;
         k++;
     }
-    // The pages it may have mapped: the bytes read in whole pages, and fault-around at each end.
-    const size_t touched = (2 * n / kPageBytes + 1) * kPageBytes + 2 * kFaultAroundBytes;
-    if (read_since_release_ && read_since_release_->fetch_add(touched) + touched >= kReleaseBytes) release_pages();
 }
 
 int TokenView::at(size_t i) const {
@@ -54,15 +98,13 @@ int TokenView::at(size_t i) const {
     return id;
 }
 
-void TokenView::release_pages() const {
-    read_since_release_->store(0);
-    const uintptr_t page = uintptr_t(kPageBytes);
-    for (const Part& p : parts_) {
-        // The whole pages the part lies on (the first may hold a shard's header: same mapping).
-        const uintptr_t begin = uintptr_t(p.tokens) & ~(page - 1);
-        const uintptr_t end = uintptr_t(p.tokens + p.n);
-        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-    }
+bool TokenView::same_as(const TokenView& o) const {
+    if (ints_ != o.ints_ || size_ != o.size_ || parts_.size() != o.parts_.size()) return false;
+    for (size_t i = 0; i < parts_.size(); i++)
+        if (parts_[i].tokens != o.parts_[i].tokens || parts_[i].file != o.parts_[i].file ||
+            parts_[i].offset != o.parts_[i].offset)
+            return false;
+    return true;
 }
 
 }  // namespace hg

@@ -38,7 +38,7 @@ double WindowLoss::bits_per_char() const {
 
 void count_scored_characters(WindowLoss& w, const TokenView& ids, const TextTokenizer& tok) {
     check(w.tokens < ids.size(), "the loss scored {} targets, the text has {} tokens", w.tokens, ids.size());
-    // In pieces of 2^20 tokens: a mapped split need not fit in memory as ints (a character that
+    // In pieces of 2^20 tokens: a split in files need not fit in memory as ints (a character that
     // GPT-2 spreads over two tokens at a piece boundary counts as its bytes there).
     std::vector<int> piece;
     w.characters = 0;

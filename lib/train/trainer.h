@@ -70,7 +70,7 @@ struct Trainer {
     Muon<float> muon;                  // Muon's matrices and Newton–Schulz scratch (none with AdamW)
     std::string tokenizer = "char";    // "char" | "gpt2" (lib/text/tokenizer.h); set before start
     std::vector<std::string> vocab;    // the char tokenizer's (empty for gpt2)
-    TokenView train_ids;               // the splits (views: the vectors or mapped files must outlive the run)
+    TokenView train_ids;               // the splits (views: the vectors or token files must outlive the run)
     TokenView val_ids;
     Arena<int> batch;                  // idx and targets, (B, T) each
     Rng batch_rng;

@@ -204,8 +204,8 @@ inline void flag_bytes(const uint8_t* data, size_t size) {
 
 // Any bytes as a token file: read as llm.c's shard, open_shard accepts exactly the files whose
 // size is the header's 1024 bytes plus 2 per token it counts and whose header is magic,
-// version 1, a positive count and zeros, and every token then reads (ASan sees any byte
-// outside the mapping) and so do windows of a view over it, cut by sample_batch; read as
+// version 1, a positive count and zeros, and every token then reads (a read past the file's
+// end would be an hg::Error) and so do windows of a view over it, cut by sample_batch; read as
 // nanoGPT's .bin, every even, non-empty size is accepted; read as a tokenizer.json, the
 // vocabulary of an accepted char tokenizer is a valid one.
 inline void shard_bytes(const uint8_t* data, size_t size) {
@@ -213,9 +213,10 @@ inline void shard_bytes(const uint8_t* data, size_t size) {
     promise(fd >= 0 && ftruncate(fd, 0) == 0 && pwrite(fd, data, size, 0) == ssize_t(size), "memfd");
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
     auto read_all = [](const TokenFile& t) {
-        volatile uint32_t sum = 0;
-        for (size_t i = 0; i < t.n; i++) sum = sum + t.tokens[i];
-        const TokenView view = TokenView::mapped({{t.tokens, t.n}, {t.tokens, t.n}});
+        std::vector<int> all(t.n);
+        TokenView::of_parts({t.part()}).copy(0, t.n, all.data());
+        for (int id : all) promise(id >= 0 && id < 65536, "a token outside uint16");
+        const TokenView view = TokenView::of_parts({t.part(), t.part()});
         if (view.size() < 9) return;
         std::vector<int> idx(4 * 8), targets(4 * 8);
         Rng rng(size_t(t.n));
