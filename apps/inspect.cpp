@@ -12,6 +12,7 @@
 //   build/inspect --preset=lesson14 --residual_norms --causality
 //   build/inspect --ckpt=out-shakespeare-char/ckpt.safetensors --circuits
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -126,7 +127,10 @@ int main(int argc, char** argv) {
     app.add_flag("--residual_norms", norms, "residual-stream norm along depth, plain and 1/sqrt(2L)-scaled");
     app.add_flag("--causality", causality, "change the last token and compare the logits row by row");
     app.add_flag("--circuits", circuits, "numerical rank of each head's QK and OV circuits");
+    MatmulFlag matmul;  // for the reports that run the model
+    matmul.add(app);
     return run_app(app, argc, argv, [&] {
+        matmul.validate();
         std::optional<Checkpoint> ck;  // no default constructor: a Checkpoint is a loaded file
         if (!ckpt.empty()) ck.emplace(Checkpoint::load(ckpt));
         const GPTConfig c = ck ? ck->config : model.config();
@@ -139,6 +143,7 @@ int main(int argc, char** argv) {
             gpt_build(m, c, 1, T);
             if (ck) ck->read_weights(m);
             else gpt_init(m, seed);
+            matmul.apply_forward(c, 1, T, omp_get_max_threads());
             const std::string source = ckpt.empty() ? fmt::format("init {}, seed {}", to_string(c.init), seed)
                                                      : fmt::format("checkpoint {}", ckpt);
             const char* sep = "";  // a blank line between two reports

@@ -11,6 +11,8 @@
 // B·T + 1 ids of --ids (as build/tokenize writes them), or random ids from --seed. loss is the
 // mean loss over consecutive batches of --ids, in the order llm.c's validation loader reads a
 // token file: batch b is ids [b·B·T, (b + 1)·B·T + 1).
+#include <omp.h>
+
 #include <fstream>
 
 #include "apps/flags.h"
@@ -95,9 +97,13 @@ int main(int argc, char** argv) {
         sub->add_option("--batch_size", B, "B")->capture_default_str();
         sub->add_option("--block_size", T, "T, up to the model's maxT")->capture_default_str();
     }
+    MatmulFlag matmul;  // the subcommands that run the model
+    matmul.add(*state);
+    matmul.add(*loss);
 
     return run_app(app, argc, argv, [&] {
         check(B >= 1 && T >= 1 && batches >= 1, "--batch_size, --block_size and --batches must be positive");
+        matmul.validate();
         if (exp->parsed()) {
             GPT<float> model;
             if (ckpt.empty()) {
@@ -122,6 +128,7 @@ int main(int argc, char** argv) {
         } else if (state->parsed()) {
             GPT<float> model;
             const int Vp = load_model(model, model_path, B, T);
+            matmul.apply_forward(model.config, B, T, omp_get_max_threads());
             const size_t N = size_t(B) * T;
             std::vector<int> ids;
             if (!ids_path.empty()) {
@@ -140,6 +147,7 @@ int main(int argc, char** argv) {
         } else {
             GPT<float> model;
             load_model(model, model_path, B, T);
+            matmul.apply_forward(model.config, B, T, omp_get_max_threads());
             const std::vector<int> ids = read_ids(ids_path, model.config.vocab_size);
             const size_t N = size_t(B) * T;
             check(ids.size() >= batches * N + 1, "{}: {} ids; {} batches of {} × {} need {}", ids_path, ids.size(),

@@ -119,6 +119,7 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
         {"--batch_size=0", "batch_size"}, {"--T=-1", "T"}, {"--T=100000", "T"}, {"--n_layer=100000000", "n_layer"},
         {"--ckpt=" + s.dir, s.dir}, {"--residual_norms --T=-5", "T"},
         {"--residual_norms --block_size=1000000 --n_embd=16 --n_head=2", "GiB available"},
+        {"--causality --matmul=gpu", "--matmul"}, {"--matmul=", "--matmul"},
     });
     expect_errors(bin("activations") + " --ckpt=" + s.ckpt, {
         {"--prompt=the --out=" + s.dir, s.dir}, {"--prompt=the --out=" + s.nowhere, s.nowhere},

@@ -242,13 +242,14 @@ TEST_CASE("build/llmc: export, import, debug-state, loss; bad files are one erro
     std::string ids;
     for (int i = 0; i < 2 * 4 * 8 + 1; i++) ids += std::to_string(i * 7919 % 50257) + " ";
     write_file(dir + "/ids.txt", ids);
-    r = run(bin("llmc") + " debug-state --model=" + dir + "/m.bin --out=" + dir + "/s.bin --ids=" + dir +
-            "/ids.txt --batch_size=2 --block_size=8 --steps=3");
+    r = run(bin("llmc") + " debug-state --matmul=openblas --model=" + dir + "/m.bin --out=" + dir + "/s.bin --ids=" +
+            dir + "/ids.txt --batch_size=2 --block_size=8 --steps=3");
     REQUIRE(r.status == 0);
     CHECK(r.output.find("steps: ") != std::string::npos);
     const LlmcState s = LlmcState::load(dir + "/s.bin", c, 50304);
     CHECK(s.x[1] == 7919);
-    r = run(bin("llmc") + " loss --model=" + dir + "/m.bin --ids=" + dir + "/ids.txt --batch_size=2 --block_size=8 --batches=1");
+    r = run(bin("llmc") + " loss --matmul=openblas --model=" + dir + "/m.bin --ids=" + dir +
+            "/ids.txt --batch_size=2 --block_size=8 --batches=1");
     REQUIRE(r.status == 0);
     // Batch 0 of `loss` is the debug state's batch: the same loss.
     CHECK(r.output.find(fmt::format("mean loss {:.6f}", s.loss)) != std::string::npos);
@@ -269,6 +270,8 @@ TEST_CASE("build/llmc: export, import, debug-state, loss; bad files are one erro
              {"export --preset=gpt2 --n_layer=1 --n_head=2 --n_embd=8" + out, "tanh"},
              {"export --ckpt=" + dir + "/m.bin" + out, "safetensors"},
              {"loss --block_size=8 --model=" + dir + "/m.bin --ids=" + dir + "/m.bin", "not a list of token ids"},
+             {"debug-state --matmul=gpu --model=" + dir + "/m.bin" + out, "--matmul"},
+             {"loss --matmul=tpu --model=" + dir + "/m.bin --ids=" + dir + "/ids.txt", "--matmul"},
              {"loss --block_size=8 --batch_size=2 --model=" + dir + "/m.bin --ids=" + dir + "/ids.txt --batches=5", "need"}}) {
         r = run(bin("llmc") + " " + args);
         expect_error(r, phrase);
