@@ -46,7 +46,7 @@ void ReadFile::read(uint64_t offset, void* dst, size_t n) const {
         struct stat st {};
         const bool known = fstat(fd, &st) == 0;
         check(got == 0, "{}: cannot read {} bytes at byte {}: {}", path, n, offset, std::strerror(e));
-        fail("{}: the file is {} bytes now, {} when it was opened: it was cut short or rewritten while in use "
+        fail("{}: the file is {} bytes now, {} when it was opened: it was cut short while in use "
              "(byte {} is gone)", path, known ? std::to_string(st.st_size) : "?", size, offset + done);
     }
 }

@@ -8,13 +8,14 @@
 // window may run from the end of one shard into the next (consecutive shards are consecutive
 // pieces of one token stream, so such a window is a window of that stream).
 //
-// Files are read window by window (pread, into the caller's buffer), not mapped. A file that
-// changes under a run (cut short, or rewritten in place, while training reads it) is then a
-// read that comes back short: one hg::Error naming the file and both sizes, never a signal (a
-// mapped file's vanished page is SIGBUS). A file replaced by another of its name (a rename, a
-// new build/prepare after a delete) is no change: the view keeps the file it opened. Read this
-// way, the data costs no resident memory of its own: the kernel's page cache holds the pages
-// (and may drop them), and the run holds only the windows it copied out.
+// Files are read window by window (pread, into the caller's buffer), not mapped. A file cut
+// short under a run (a truncate, a copy over it) is then a read that comes back short: one
+// hg::Error naming the file and both sizes, never a signal (a mapped file's vanished page is
+// SIGBUS). A file replaced by another of its name (a rename, a new build/prepare after a
+// delete) is no change: the view keeps the file it opened; bytes overwritten in place, the
+// length kept, are read as they are now. Read this way, the data costs no resident memory of
+// its own: the kernel's page cache holds the pages (and may drop them), and the run holds only
+// the windows it copied out.
 #pragma once
 #include <cstddef>
 #include <cstdint>

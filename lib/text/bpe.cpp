@@ -39,7 +39,7 @@ struct Gpt2Tokenizer::Pattern {
                              &error, &offset, nullptr);
         check(code != nullptr, "cannot compile GPT-2's pre-tokenizer pattern: {} (at offset {})",
               pcre2_message(error), offset);
-        pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // several times faster; without JIT it still works
+        pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // where PCRE2 has a JIT; without one it still works
     }
     ~Pattern() { pcre2_code_free(code); }
     Pattern(const Pattern&) = delete;

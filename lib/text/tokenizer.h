@@ -11,11 +11,11 @@
 // decode(encode(text)) == text whenever encode succeeds. "char" throws for text outside its
 // vocabulary; "gpt2" encodes every byte string.
 //
-// A checkpoint records which one its model was trained with (lib/checkpoint/checkpoint.h): "char" with its
-// vocabulary, "gpt2" by name alone. A gpt2 model has exactly 50,257 token rows. nanoGPT pads its
-// from-scratch vocabulary to 50,304 (a multiple of 64) for GPU matmul tiles; OpenBLAS on a CPU
-// gains nothing measurable from that, and OpenAI's weights have 50,257 rows, so handgrad does not
-// pad: every row is a token the tokenizer can decode.
+// A checkpoint records which one its model was trained with (lib/checkpoint/checkpoint.h):
+// "char" with its vocabulary, "gpt2" by name alone. A gpt2 model has exactly 50,257 token rows.
+// nanoGPT pads its from-scratch vocabulary to 50,304 (a multiple of 64) for GPU matmul tiles;
+// OpenAI's weights have 50,257 rows, and handgrad does not pad: every row is a token the
+// tokenizer can decode.
 #pragma once
 #include <cstddef>
 #include <string>
