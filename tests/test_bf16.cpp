@@ -159,6 +159,50 @@ TEST_CASE("bf16 products: within the bound of bf16's unit roundoff and K, float 
     matmul_bf16_force_widen(false);
 }
 
+// Subnormal numbers (below 2⁻¹²⁶ in magnitude). Rounding keeps them (the test above); the widening
+// path multiplies them as float does, exactly; oneDNN's path runs the CPU's bf16 dot products
+// (AVX512_BF16's vdpbf16ps, AMX's tdpbf16ps), which take subnormal inputs as zero and flush
+// subnormal results to zero. So there the bound of the test above holds with an absolute term
+// added: each term a·b with a subnormal factor may be lost whole (|a·b| < 2⁻¹²⁶·|other factor|),
+// and the sum may be flushed (< 2⁻¹²⁶). Both paths are checked against that bound; the widening
+// path must also keep the subnormal products exactly, and the run says what oneDNN did.
+TEST_CASE("bf16 products with subnormal inputs: kept by the widening path, within the bound on both paths",
+          "[bf16]") {
+    const int M = 8, N = 8, K = 16;
+    const float tiny = std::ldexp(1.0f, -126), sub = std::ldexp(1.0f, -130);  // sub: a subnormal bf16 exactly
+    std::vector<float> a(size_t(M) * K), b(size_t(K) * N);
+    Rng rng(7);
+    for (size_t i = 0; i < a.size(); i++) a[i] = i % 3 == 0 ? sub * float(1 + rng.below(7)) : float(rng.normal());
+    for (float& x : b) x = float(rng.normal());
+    for (int k = 0; k < K; k++) a[k] = sub;  // row 0: every term has a subnormal factor
+    std::vector<bf16> a16(a.size()), b16(b.size());
+    bf16_round(a16.data(), a.data(), a.size());
+    bf16_round(b16.data(), b.data(), b.size());
+    const double u = std::ldexp(1.0, -8), eps = std::ldexp(1.0, -24);
+    for (bool widen : {false, true}) {
+        matmul_bf16_force_widen(widen);
+        INFO(matmul_bf16_describe());
+        std::vector<float> c(size_t(M) * N);
+        matmul_bf16_nn(c.data(), a16.data(), b16.data(), M, N, K, K, N, N, 1.0f, 0.0f);
+        bool row0_kept = true;
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double exact = 0, mag = 0, lost = tiny;  // lost: what flushing may take away
+                for (int k = 0; k < K; k++) {
+                    const double x = bf16_to_float(a16[size_t(m) * K + k]), y = bf16_to_float(b16[size_t(k) * N + n]);
+                    exact += x * y, mag += std::fabs(x * y);
+                    if (std::fabs(x) < tiny) lost += tiny * std::fabs(y);
+                }
+                const double got = c[size_t(m) * N + n];
+                CHECK(std::fabs(got - exact) <= (2 * u + u * u + K * eps) * mag + lost);
+                if (m == 0) row0_kept = row0_kept && std::fabs(got - exact) <= (K + 1) * eps * mag;
+            }
+        if (widen) CHECK(row0_kept);  // the float products keep subnormal terms
+        else WARN(matmul_bf16_describe() << ": a row of subnormal terms " << (row0_kept ? "kept" : "flushed to zero"));
+    }
+    matmul_bf16_force_widen(false);
+}
+
 // Two batch threads, each inside a parallel loop of its own (one thread there, number 0 in both
 // teams, as attention's loop is inside a replica), multiply their own operands at the same time:
 // each must get its own product, bit for bit the one it got alone.
