@@ -43,7 +43,7 @@ static double sgemm_ceiling_gflops() {
     double best = 1e9;
     for (int rep = 0; rep < 4; rep++) {
         double t0 = now();
-        matmul_nt(c.data(), a.data(), b.data(), n, n, n, n, n, n, 1.0f, 0.0f);
+        matmul_nt({c.data(), n, n, n}, {a.data(), n, n, n}, {b.data(), n, n, n}, 1.0f, 0.0f);
         best = std::min(best, now() - t0);
     }
     return 2.0 * n * n * double(n) / best / 1e9;
@@ -72,8 +72,7 @@ static void print_products(const std::vector<MatmulCall>& calls, int threads) {
     for (MatmulBackend b : backends) fmt::print(" {:>9}", to_string(b));
     fmt::print("\n");
     for (const MatmulCall& m : calls) {
-        const char* form = m.form == 't' ? "nt" : m.form == 'T' ? "tn" : "nn";
-        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", form, m.M, m.N, m.K, m.beta, m.nested ? "yes" : "no",
+        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", to_string(m.form), m.M, m.N, m.K, m.beta, m.nested ? "yes" : "no",
                    m.count);
         MatmulCall one = m;
         one.count = 1;

@@ -105,8 +105,8 @@ struct Operands {
 };
 }  // namespace
 
-static void check_product(char kind, int M, int N, int K, float beta) {
-    const bool at = kind == 't', bt = kind == 'T';
+static void check_product(MatmulForm kind, int M, int N, int K, float beta) {
+    const bool at = kind == MatmulForm::TN, bt = kind == MatmulForm::NT;
     const int a_rows = at ? K : M, a_cols = at ? M : K, b_rows = bt ? N : K, b_cols = bt ? K : N;
     const int lda = a_cols + 3, ldb = b_cols + 5, ldc = N + 2;  // slices, as attention's heads
     Rng rng(uint64_t(M * 131 + N * 7 + K));
@@ -120,9 +120,11 @@ static void check_product(char kind, int M, int N, int K, float beta) {
     auto A = [&](int m, int k) { return at ? size_t(k) * lda + m : size_t(m) * lda + k; };
     auto B = [&](int k, int n) { return bt ? size_t(n) * ldb + k : size_t(k) * ldb + n; };
     std::vector<float> c = c0;
-    if (kind == 'T') matmul_bf16_nt(c.data(), a16.data(), b16.data(), M, N, K, lda, ldb, ldc, 1.0f, beta);
-    if (kind == 'N') matmul_bf16_nn(c.data(), a16.data(), b16.data(), M, N, K, lda, ldb, ldc, 1.0f, beta);
-    if (kind == 't') matmul_bf16_tn(c.data(), a16.data(), b16.data(), M, N, K, lda, ldb, ldc, 1.0f, beta);
+    const Mat<float> c_m{c.data(), M, N, ldc};
+    const Mat<const bf16> a_m{a16.data(), a_rows, a_cols, lda}, b_m{b16.data(), b_rows, b_cols, ldb};
+    if (kind == MatmulForm::NT) matmul_bf16_nt(c_m, a_m, b_m, 1.0f, beta);
+    if (kind == MatmulForm::NN) matmul_bf16_nn(c_m, a_m, b_m, 1.0f, beta);
+    if (kind == MatmulForm::TN) matmul_bf16_tn(c_m, a_m, b_m, 1.0f, beta);
     const double u = std::ldexp(1.0, -8), eps = std::ldexp(1.0, -24);
     double worst_exact = 0, worst_rounded = 0;
     for (int m = 0; m < M; m++)
@@ -137,7 +139,7 @@ static void check_product(char kind, int M, int N, int K, float beta) {
             worst_exact = std::max(worst_exact, std::fabs(got - exact) / (((2 * u + u * u) + K * eps) * mag));
             worst_rounded = std::max(worst_rounded, std::fabs(got - rounded) / ((K + 1) * eps * 1.01 * mag));
         }
-    INFO("kind " << kind << " M " << M << " N " << N << " K " << K << " beta " << beta << ": " << worst_exact
+    INFO("kind " << to_string(kind) << " M " << M << " N " << N << " K " << K << " beta " << beta << ": " << worst_exact
                  << " and " << worst_rounded << " of the bounds");
     CHECK(worst_exact <= 1.0);
     CHECK(worst_rounded <= 1.0);
@@ -150,7 +152,7 @@ TEST_CASE("bf16 products: within the bound of bf16's unit roundoff and K, float 
     INFO(matmul_bf16_describe());
     for (bool widen : {false, true}) {
         matmul_bf16_force_widen(widen);
-        for (char kind : {'T', 'N', 't'})
+        for (MatmulForm kind : {MatmulForm::NT, MatmulForm::NN, MatmulForm::TN})
             for (float beta : {0.0f, 1.0f}) {
                 check_product(kind, 37, 29, 300, beta);
                 check_product(kind, 64, 96, 128, beta);
@@ -231,7 +233,7 @@ TEST_CASE("bf16 products from two threads at once, each in a nested parallel loo
         auto product = [&] {
 #pragma omp parallel for
             for (int i = 0; i < 1; i++)
-                matmul_bf16_nt(c.data(), a16[t].data(), b16[t].data(), M, N, K, K, K, N, 1.0f, 0.0f);
+                matmul_bf16_nt({c.data(), M, N, N}, {a16[t].data(), M, K, K}, {b16[t].data(), N, K, K}, 1.0f, 0.0f);
         };
 #pragma omp critical
         {

@@ -148,9 +148,10 @@ TEST_CASE("gemm through matmul: the same bits twice and on 1, 2 and 3 threads, e
     const MatmulBackend before = matmul_current();
     matmul_use(MatmulBackend::Highway);
     const int threads_before = omp_get_max_threads();
-    for (auto [form, M, N, K] : {std::tuple{'t', 384, 65, 128}, {'n', 70, 384, 128}, {'T', 128, 384, 300}}) {
-        const MatmulCall m{form, M, N, K, form == 'T' ? M : K, form == 't' ? K : N, N, 1.0f, false, 1};
-        const Case p{form == 'T', form == 't', M, N, K, m.lda, m.ldb, m.ldc, 1.0f, 1.0f};
+    using F = MatmulForm;
+    for (auto [form, M, N, K] : {std::tuple{F::NT, 384, 65, 128}, {F::NN, 70, 384, 128}, {F::TN, 128, 384, 300}}) {
+        const MatmulCall m{form, M, N, K, form == F::TN ? M : K, form == F::NT ? K : N, N, 1.0f, false, 1};
+        const Case p{form == F::TN, form == F::NT, M, N, K, m.lda, m.ldb, m.ldc, 1.0f, 1.0f};
         const Data d = make(p, 4);
         std::vector<std::vector<float>> got;
         for (int threads : {1, 1, 2, 3}) {
@@ -159,7 +160,7 @@ TEST_CASE("gemm through matmul: the same bits twice and on 1, 2 and 3 threads, e
             matmul_run(m, c.data(), d.a.data(), d.b.data());
             got.push_back(c);
         }
-        INFO("form " << form << " M " << M << " N " << N << " K " << K);
+        INFO("form " << to_string(form) << " M " << M << " N " << N << " K " << K);
         CHECK(error_in_bounds(p, d, got[0]) <= 1.0);
         for (size_t i = 1; i < got.size(); i++)
             CHECK(std::memcmp(got[i].data(), got[0].data(), got[0].size() * sizeof(float)) == 0);

@@ -40,8 +40,8 @@ struct Operands {
 Operands random_operands(const MatmulCall& m, uint64_t seed) {
     Rng rng(seed);
     Operands o;
-    o.a.resize(size_t(m.form == 'T' ? m.K : m.M) * m.lda);
-    o.b.resize(size_t(m.form == 't' ? m.N : m.K) * m.ldb);
+    o.a.resize(size_t(m.form == MatmulForm::TN ? m.K : m.M) * m.lda);
+    o.b.resize(size_t(m.form == MatmulForm::NT ? m.N : m.K) * m.ldb);
     o.c.resize(size_t(m.M) * m.ldc);
     for (float& x : o.a) x = float(rng.uniform() * 2 - 1);
     for (float& x : o.b) x = float(rng.uniform() * 2 - 1);
@@ -50,10 +50,10 @@ Operands random_operands(const MatmulCall& m, uint64_t seed) {
 }
 
 float A(const MatmulCall& m, const Operands& o, int i, int k) {
-    return m.form == 'T' ? o.a[size_t(k) * m.lda + i] : o.a[size_t(i) * m.lda + k];
+    return m.form == MatmulForm::TN ? o.a[size_t(k) * m.lda + i] : o.a[size_t(i) * m.lda + k];
 }
 float B(const MatmulCall& m, const Operands& o, int k, int j) {
-    return m.form == 't' ? o.b[size_t(j) * m.ldb + k] : o.b[size_t(k) * m.ldb + j];
+    return m.form == MatmulForm::NT ? o.b[size_t(j) * m.ldb + k] : o.b[size_t(k) * m.ldb + j];
 }
 
 // The largest error of `got` (the (M, ldc) buffer after the call) against the product in
@@ -132,12 +132,12 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
     // The recording saw every form, both betas, strided operands (attention's heads inside a
     // (B, T, 3C) buffer) and products inside our parallel regions.
     const auto any = [&](auto pred) { return std::any_of(calls.begin(), calls.end(), pred); };
-    CHECK(any([](const MatmulCall& m) { return m.form == 'n'; }));
-    CHECK(any([](const MatmulCall& m) { return m.form == 't'; }));
-    CHECK(any([](const MatmulCall& m) { return m.form == 'T'; }));
+    CHECK(any([](const MatmulCall& m) { return m.form == MatmulForm::NN; }));
+    CHECK(any([](const MatmulCall& m) { return m.form == MatmulForm::NT; }));
+    CHECK(any([](const MatmulCall& m) { return m.form == MatmulForm::TN; }));
     CHECK(any([](const MatmulCall& m) { return m.beta == 0; }));
     CHECK(any([](const MatmulCall& m) { return m.beta == 1; }));
-    CHECK(any([](const MatmulCall& m) { return m.form == 't' && m.lda > m.K && m.ldb > m.K; }));
+    CHECK(any([](const MatmulCall& m) { return m.form == MatmulForm::NT && m.lda > m.K && m.ldb > m.K; }));
     CHECK(any([](const MatmulCall& m) { return m.nested; }));
 
     int checked = 0;
@@ -146,7 +146,7 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
             m.beta = beta;
             const Operands in = random_operands(m, 11 + checked);
             for (MatmulBackend backend : matmul_backends()) {
-                INFO(to_string(backend) << " " << m.form << " M " << m.M << " N " << m.N << " K " << m.K << " ld "
+                INFO(to_string(backend) << " " << to_string(m.form) << " M " << m.M << " N " << m.N << " K " << m.K << " ld "
                                         << m.lda << "/" << m.ldb << "/" << m.ldc << " beta " << beta);
                 const double e = error_in_rounding_units(m, in, run_with(backend, m, in));
                 CHECK(e <= 1.0);  // NaN (a write past N) fails too
@@ -156,7 +156,7 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
     CHECK(checked == 2 * int(calls.size()));
 
     SECTION("the check can fail: one entry off by a thousandth of its scale, or a write into the stride") {
-        const MatmulCall m{'t', 5, 6, 64, 70, 64, 8, 1.0f, false, 1};
+        const MatmulCall m{MatmulForm::NT, 5, 6, 64, 70, 64, 8, 1.0f, false, 1};
         const Operands in = random_operands(m, 3);
         std::vector<float> good = run_with(MatmulBackend::OpenBLAS, m, in);
         CHECK(error_in_rounding_units(m, in, good) <= 1.0);
@@ -336,7 +336,7 @@ TEST_CASE("auto: the faster backend on the recorded products, remembered per mac
 TEST_CASE("timing products: one time per backend asked for, and the backend in use left as it was",
           "[matmul]") {
     MatmulCall big, small;
-    big.form = 't', big.M = 96, big.N = 64, big.K = 128, big.lda = 128, big.ldb = 128, big.ldc = 64, big.count = 3;
+    big.form = MatmulForm::NT, big.M = 96, big.N = 64, big.K = 128, big.lda = 128, big.ldb = 128, big.ldc = 64, big.count = 3;
     small = big, small.M = 8, small.count = 1;
     const MatmulBackend before = matmul_current();
     const std::vector<MatmulBackend> all = matmul_backends();
@@ -384,7 +384,7 @@ TEST_CASE("the machine's peak: positive, and not below the order of the measured
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
         const auto t0 = std::chrono::steady_clock::now();
-        matmul_nt(c.data(), a.data(), b.data(), n, n, n, n, n, n, 1.0f, 0.0f);
+        matmul_nt({c.data(), n, n, n}, {a.data(), n, n, n}, {b.data(), n, n, n}, 1.0f, 0.0f);
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     CHECK(c[7] == Approx(0.125f * n));

@@ -23,7 +23,7 @@ bool MatmulCall::same_call(const MatmulCall& o) const {
            beta == o.beta && nested == o.nested;
 }
 
-static void record(char form, int M, int N, int K, int lda, int ldb, int ldc, float beta) {
+static void record(MatmulForm form, int M, int N, int K, int lda, int ldb, int ldc, float beta) {
     std::lock_guard<std::mutex> hold(g_record_lock);
     std::vector<MatmulCall>* sink = g_record.load();
     if (!sink) return;
@@ -68,7 +68,7 @@ static void onednn_sgemm(bool ta, bool tb, float* c, const float* a, const float
 #endif
 
 // c = alpha·op(a)·op(b) + beta·c, row-major; ta/tb say which operand is transposed.
-static void product(char form, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
+static void product(MatmulForm form, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
                     int lda, int ldb, int ldc, float alpha, float beta) {
     if (g_record.load(std::memory_order_relaxed)) record(form, M, N, K, lda, ldb, ldc, beta);
     const MatmulBackend backend = g_backend.load(std::memory_order_relaxed);
@@ -82,23 +82,29 @@ static void product(char form, bool ta, bool tb, float* c, const float* a, const
                 lda, b, ldb, beta, c, ldc);
 }
 
-void matmul_nt(float* c, const float* a, const float* b, int M, int N, int K,
-               int lda, int ldb, int ldc, float alpha, float beta) {
-    product('t', false, true, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+const char* to_string(MatmulForm f) { return f == MatmulForm::NT ? "nt" : f == MatmulForm::TN ? "tn" : "nn"; }
+
+void matmul_nt(Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta) {
+    assert(matmul_shapes_agree(MatmulForm::NT, c, a, b));
+    product(MatmulForm::NT, false, true, c.data, a.data, b.data, c.rows, c.cols, a.cols, a.ld, b.ld, c.ld, alpha,
+            beta);
 }
 
-void matmul_nn(float* c, const float* a, const float* b, int M, int N, int K,
-               int lda, int ldb, int ldc, float alpha, float beta) {
-    product('n', false, false, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+void matmul_nn(Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta) {
+    assert(matmul_shapes_agree(MatmulForm::NN, c, a, b));
+    product(MatmulForm::NN, false, false, c.data, a.data, b.data, c.rows, c.cols, a.cols, a.ld, b.ld, c.ld, alpha,
+            beta);
 }
 
-void matmul_tn(float* c, const float* a, const float* b, int M, int N, int K,
-               int lda, int ldb, int ldc, float alpha, float beta) {
-    product('T', true, false, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+void matmul_tn(Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta) {
+    assert(matmul_shapes_agree(MatmulForm::TN, c, a, b));
+    product(MatmulForm::TN, true, false, c.data, a.data, b.data, c.rows, c.cols, a.rows, a.ld, b.ld, c.ld, alpha,
+            beta);
 }
 
 void matmul_run(const MatmulCall& m, float* c, const float* a, const float* b) {
-    product(m.form, m.form == 'T', m.form == 't', c, a, b, m.M, m.N, m.K, m.lda, m.ldb, m.ldc, 1.0f, m.beta);
+    product(m.form, m.form == MatmulForm::TN, m.form == MatmulForm::NT, c, a, b, m.M, m.N, m.K, m.lda, m.ldb, m.ldc,
+            1.0f, m.beta);
 }
 
 std::string to_string(MatmulBackend b) {

@@ -1,18 +1,22 @@
 // matmul.h — the one place the products go through: OpenBLAS's cblas_sgemm, oneDNN's matmul primitive,
 // or our own Highway sgemm (lib/kernels/gemm.h).
 //
-// Three products cover every matmul of a transformer, forward and backward. The names say
-// which operand is transposed; all matrices are row-major with explicit leading dimensions
-// (row strides), so a head's slice of a (B, T, 3C) buffer is passed without copying.
+// Every operand is a Mat: a row-major matrix as it is stored, {data, rows, cols, ld}, row r at
+// data + r·ld. The leading dimension ld is the row stride (ld ≥ cols), so a head's (T, hs) slice
+// of a (B·T, 3C) buffer is {q, T, hs, 3C}, passed without copying. A call names each operand's
+// shape: matmul_tn({dv, t1, hs, 3C}, {P, rows, t1, T}, {dout, rows, hs, C}, 1, 1) reads
+// "dv (t1, hs) += P (rows, t1)ᵀ · dout (rows, hs)". Three products cover every matmul of a
+// transformer, forward and backward; the name says which operand is used transposed:
 //
-//   matmul_nt:  c(M,N) = alpha * a(M,K) · b(N,K)ᵀ + beta * c    (x·Wᵀ, q·kᵀ)
-//   matmul_nn:  c(M,N) = alpha * a(M,K) · b(K,N)   + beta * c    (dout·W, att·v)
-//   matmul_tn:  c(M,N) = alpha * a(K,M)ᵀ · b(K,N)  + beta * c    (doutᵀ·inp)
+//   matmul_nt(c, a, b):  c (M,N) = alpha · a (M,K) · b (N,K)ᵀ + beta · c    x·Wᵀ, q·kᵀ
+//   matmul_nn(c, a, b):  c (M,N) = alpha · a (M,K) · b (K,N)  + beta · c    dout·W, P·v
+//   matmul_tn(c, a, b):  c (M,N) = alpha · a (K,M)ᵀ · b (K,N) + beta · c    doutᵀ·inp
 //
-// beta = 0 overwrites c (an input's gradient, attention's scores); beta = 1 adds the product
-// into c (a parameter's gradient, a bias copied into c first, attention's dk and dv summed over
-// row blocks). The layers' scalar twins do the same math as plain loops, so the libraries' calls
-// have no twin of their own; our gemm has one (gemm.h).
+// The operands' shapes must agree as written (asserted). beta = 0 overwrites c (an input's
+// gradient, attention's scores); beta = 1 adds the product into c (a parameter's gradient, a
+// bias copied into c first, attention's dk and dv summed over row blocks). The layers' scalar
+// twins do the same math as plain loops, so the libraries' calls have no twin of their own; our
+// gemm has one (gemm.h).
 //
 // Three backends compute them, one per process at a time (matmul_use; set it before a run, never
 // while products are running): OpenBLAS (always there), oneDNN (built in when its headers were
@@ -27,17 +31,38 @@
 // serves from its free lists once the first step has warmed them; Highway packs on the stack);
 // oneDNN makes a few small blocks inside every call (onednn_matmul.h says which and how big).
 #pragma once
+#include <cassert>
 #include <string>
 #include <vector>
 
 namespace hg {
 
-void matmul_nt(float* c, const float* a, const float* b, int M, int N, int K,
-               int lda, int ldb, int ldc, float alpha, float beta);
-void matmul_nn(float* c, const float* a, const float* b, int M, int N, int K,
-               int lda, int ldb, int ldc, float alpha, float beta);
-void matmul_tn(float* c, const float* a, const float* b, int M, int N, int K,
-               int lda, int ldb, int ldc, float alpha, float beta);
+// A row-major matrix in a buffer, as it is stored: rows × cols numbers, row r at data + r·ld.
+template <typename T>
+struct Mat {
+    T* data;
+    int rows, cols;
+    int ld;  // the row stride, in numbers: ≥ cols
+    operator Mat<const T>() const { return {data, rows, cols, ld}; }
+};
+
+// The three forms, one name each: which operand is used transposed (above).
+enum class MatmulForm { NT, NN, TN };
+const char* to_string(MatmulForm f);  // "nt" | "nn" | "tn"
+
+// The shapes a form needs, as the table above writes them: c (M,N); nt: a (M,K), b (N,K);
+// nn: a (M,K), b (K,N); tn: a (K,M), b (K,N).
+template <typename A, typename B>
+bool matmul_shapes_agree(MatmulForm f, Mat<float> c, Mat<A> a, Mat<B> b) {
+    const int M = c.rows, N = c.cols, K = f == MatmulForm::TN ? a.rows : a.cols;
+    const bool a_ok = f == MatmulForm::TN ? a.cols == M : a.rows == M;
+    const bool b_ok = f == MatmulForm::NT ? b.rows == N && b.cols == K : b.rows == K && b.cols == N;
+    return a_ok && b_ok && a.ld >= a.cols && b.ld >= b.cols && c.ld >= c.cols;
+}
+
+void matmul_nt(Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta);
+void matmul_nn(Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta);
+void matmul_tn(Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta);
 
 enum class MatmulBackend { OpenBLAS, OneDNN, Highway };
 std::string to_string(MatmulBackend b);       // "openblas" | "onednn" | "highway"
@@ -48,10 +73,11 @@ std::vector<MatmulBackend> matmul_backends(); // the available ones, OpenBLAS fi
 void matmul_use(MatmulBackend b);
 MatmulBackend matmul_current();
 
-// One product as a layer called it: which form, its sizes, its strides, beta, and whether it
-// ran inside one of our parallel regions (then single-threaded, side by side with others).
+// One product as a layer called it: its form, c (M,N) and the inner size K, the three row
+// strides, beta, and whether it ran inside one of our parallel regions (then single-threaded,
+// side by side with others).
 struct MatmulCall {
-    char form = 'n';  // 'n' = nn, 't' = nt, 'T' = tn
+    MatmulForm form = MatmulForm::NN;
     int M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
     float beta = 0;
     bool nested = false;

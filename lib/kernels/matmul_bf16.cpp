@@ -45,11 +45,11 @@ std::string matmul_bf16_describe() {
 // step and are reused after that (no allocation in later steps). A rows × cols operand with
 // leading dimension ld is widened as the (rows − 1)·ld + cols numbers it spans, so the float
 // copy has the same leading dimension.
-static const float* widened(std::vector<float>& buf, const bf16* x, int rows, int cols, int ld) {
-    const size_t n = rows > 0 && cols > 0 ? size_t(rows - 1) * ld + cols : 0;
+static Mat<const float> widened(std::vector<float>& buf, Mat<const bf16> x) {
+    const size_t n = x.rows > 0 && x.cols > 0 ? size_t(x.rows - 1) * x.ld + x.cols : 0;
     if (buf.size() < n) buf.resize(n);
-    bf16_widen(buf.data(), x, n);
-    return buf.data();
+    bf16_widen(buf.data(), x.data, n);
+    return {buf.data(), x.rows, x.cols, x.ld};
 }
 static thread_local std::vector<float> t_wide_a, t_wide_b;
 
@@ -57,48 +57,41 @@ static thread_local std::vector<float> t_wide_a, t_wide_b;
 // takes the widening path, whose float products know it.
 static bool on_onednn(int K) { return matmul_bf16_backend() == Bf16Backend::OneDNN && K > 0; }
 
-// kind: 'T' for nt (b transposed), 'N' for nn, 't' for tn (a transposed).
-static void matmul_bf16(char kind, float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb,
-                        int ldc, float alpha, float beta) {
-    if (M <= 0 || N <= 0) return;
+static void matmul_bf16(MatmulForm kind, Mat<float> c, Mat<const bf16> a, Mat<const bf16> b, float alpha,
+                        float beta) {
+    assert(matmul_shapes_agree(kind, c, a, b));
+    if (c.rows <= 0 || c.cols <= 0) return;
 #ifdef HANDGRAD_ONEDNN
+    const int K = kind == MatmulForm::TN ? a.rows : a.cols;
     if (on_onednn(K))
-        return onednn_matmul(OneDnnInput::BF16, kind == 't', kind == 'T', c, a, b, nullptr, M, N, K, lda, ldb, ldc,
-                             alpha, beta);
+        return onednn_matmul(OneDnnInput::BF16, kind == MatmulForm::TN, kind == MatmulForm::NT, c.data, a.data,
+                             b.data, nullptr, c.rows, c.cols, K, a.ld, b.ld, c.ld, alpha, beta);
 #endif
-    if (kind == 'T') {
-        const float* wa = widened(t_wide_a, a, M, K, lda);
-        matmul_nt(c, wa, widened(t_wide_b, b, N, K, ldb), M, N, K, lda, ldb, ldc, alpha, beta);
-    } else if (kind == 'N') {
-        const float* wa = widened(t_wide_a, a, M, K, lda);
-        matmul_nn(c, wa, widened(t_wide_b, b, K, N, ldb), M, N, K, lda, ldb, ldc, alpha, beta);
-    } else {
-        const float* wa = widened(t_wide_a, a, K, M, lda);
-        matmul_tn(c, wa, widened(t_wide_b, b, K, N, ldb), M, N, K, lda, ldb, ldc, alpha, beta);
-    }
+    const Mat<const float> wa = widened(t_wide_a, a), wb = widened(t_wide_b, b);
+    if (kind == MatmulForm::NT) matmul_nt(c, wa, wb, alpha, beta);
+    if (kind == MatmulForm::NN) matmul_nn(c, wa, wb, alpha, beta);
+    if (kind == MatmulForm::TN) matmul_tn(c, wa, wb, alpha, beta);
 }
 
-void matmul_bf16_nt(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
-                    float alpha, float beta) {
-    matmul_bf16('T', c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+void matmul_bf16_nt(Mat<float> c, Mat<const bf16> a, Mat<const bf16> b, float alpha, float beta) {
+    matmul_bf16(MatmulForm::NT, c, a, b, alpha, beta);
 }
-void matmul_bf16_nt_bias(float* c, const bf16* a, const bf16* b, const float* bias, int M, int N, int K, int lda,
-                         int ldb, int ldc) {
-    if (M <= 0 || N <= 0) return;
+void matmul_bf16_nt_bias(Mat<float> c, Mat<const bf16> a, Mat<const bf16> b, const float* bias) {
+    assert(matmul_shapes_agree(MatmulForm::NT, c, a, b));
+    if (c.rows <= 0 || c.cols <= 0) return;
 #ifdef HANDGRAD_ONEDNN
-    if (on_onednn(K))
-        return onednn_matmul(OneDnnInput::BF16, false, true, c, a, b, bias, M, N, K, lda, ldb, ldc, 1.0f, 0.0f);
+    if (on_onednn(a.cols))
+        return onednn_matmul(OneDnnInput::BF16, false, true, c.data, a.data, b.data, bias, c.rows, c.cols, a.cols,
+                             a.ld, b.ld, c.ld, 1.0f, 0.0f);
 #endif
-    for (int m = 0; m < M; m++) std::memcpy(c + size_t(m) * ldc, bias, sizeof(float) * size_t(N));
-    matmul_bf16('T', c, a, b, M, N, K, lda, ldb, ldc, 1.0f, 1.0f);
+    for (int m = 0; m < c.rows; m++) std::memcpy(c.data + size_t(m) * c.ld, bias, sizeof(float) * size_t(c.cols));
+    matmul_bf16(MatmulForm::NT, c, a, b, 1.0f, 1.0f);
 }
-void matmul_bf16_nn(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
-                    float alpha, float beta) {
-    matmul_bf16('N', c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+void matmul_bf16_nn(Mat<float> c, Mat<const bf16> a, Mat<const bf16> b, float alpha, float beta) {
+    matmul_bf16(MatmulForm::NN, c, a, b, alpha, beta);
 }
-void matmul_bf16_tn(float* c, const bf16* a, const bf16* b, int M, int N, int K, int lda, int ldb, int ldc,
-                    float alpha, float beta) {
-    matmul_bf16('t', c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+void matmul_bf16_tn(Mat<float> c, Mat<const bf16> a, Mat<const bf16> b, float alpha, float beta) {
+    matmul_bf16(MatmulForm::TN, c, a, b, alpha, beta);
 }
 
 }  // namespace hg

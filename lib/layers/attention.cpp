@@ -120,9 +120,9 @@ static void forward_blocks(float* out, bf16* out16, float* att, float* scratch, 
             float* att_blk = att_bh + (size_t)t0 * T;  // (rows, t1) of it used, row stride T
             // scores[t, s] = q_t · k_s / √hs for t in [t0, t1), s in [0, t1); float out of either
             if constexpr (kBf16)
-                matmul_bf16_nt(att_blk, h16.q + (size_t)t0 * C3, h16.k, rows, t1, hs, C3, C3, T, scale, 0.0f);
+                matmul_bf16_nt({att_blk, rows, t1, T}, {h16.q + (size_t)t0 * C3, rows, hs, C3}, {h16.k, t1, hs, C3}, scale, 0.0f);
             else
-                matmul_nt(att_blk, q + (size_t)t0 * C3, k, rows, t1, hs, C3, C3, T, scale, 0.0f);
+                matmul_nt({att_blk, rows, t1, T}, {q + (size_t)t0 * C3, rows, hs, C3}, {k, t1, hs, C3}, scale, 0.0f);
             // softmax over the visible part s ≤ t; the masked part s > t is probability 0
             for (int t = t0; t < t1; t++) {
                 float* att_t = att_bh + (size_t)t * T;
@@ -135,15 +135,15 @@ static void forward_blocks(float* out, bf16* out16, float* att, float* scratch, 
             // (b, h)'s slice of scratch.
             if constexpr (kBf16) {
                 write_probabilities(h16.blk, t1, att_bh, T, t0, t1, drop, bh);
-                matmul_bf16_nn(out_bh + (size_t)t0 * C, h16.blk, h16.v, rows, hs, t1, t1, C3, C, 1.0f, 0.0f);
+                matmul_bf16_nn({out_bh + (size_t)t0 * C, rows, hs, C}, {h16.blk, rows, t1, t1}, {h16.v, t1, hs, C3}, 1.0f, 0.0f);
                 if (out16)  // these rows of head h's out are final
                     round_rows(out16 + (out_bh - out) + (size_t)t0 * C, C, out_bh + (size_t)t0 * C, C, rows, hs);
             } else if (drop.active()) {
                 float* P = scratch + (size_t)bh * T * T;  // (rows, t1) used
                 write_probabilities(P, t1, att_bh, T, t0, t1, drop, bh);
-                matmul_nn(out_bh + (size_t)t0 * C, P, v, rows, hs, t1, t1, C3, C, 1.0f, 0.0f);
+                matmul_nn({out_bh + (size_t)t0 * C, rows, hs, C}, {P, rows, t1, t1}, {v, t1, hs, C3}, 1.0f, 0.0f);
             } else {
-                matmul_nn(out_bh + (size_t)t0 * C, att_blk, v, rows, hs, t1, T, C3, C, 1.0f, 0.0f);
+                matmul_nn({out_bh + (size_t)t0 * C, rows, hs, C}, {att_blk, rows, t1, T}, {v, t1, hs, C3}, 1.0f, 0.0f);
             }
         }
     }
@@ -168,7 +168,7 @@ static void backward_block16(float* dq, float* dk, float* dv, float* blk, const 
     const int C3 = 3 * C, rows = t1 - t0;
     bf16 *P16 = h16.blk, *dS16 = h16.blk + (size_t)kRowBlock * T;
     const bf16* dout16 = h16.dout + (size_t)t0 * C;  // dout[t0:t1], row stride C
-    matmul_bf16_nt(blk, dout16, h16.v, rows, t1, hs, C, C3, T, 1.0f, 0.0f);
+    matmul_bf16_nt({blk, rows, t1, T}, {dout16, rows, hs, C}, {h16.v, t1, hs, C3}, 1.0f, 0.0f);
     constexpr size_t kChunk = 256;
     float dropped[kChunk];
     for (int t = t0; t < t1; t++) {
@@ -190,12 +190,12 @@ static void backward_block16(float* dq, float* dk, float* dv, float* blk, const 
         std::memset(P_t + visible, 0, sizeof(bf16) * (size_t)(t1 - visible));
         std::memset(dS_t + visible, 0, sizeof(bf16) * (size_t)(t1 - visible));
     }
-    matmul_bf16_tn(dv, P16, dout16, t1, hs, rows, t1, C, C3, 1.0f, beta_kv);
-    matmul_bf16_nn(dq + (size_t)t0 * C3, dS16, h16.k, rows, hs, t1, t1, C3, C3, scale, 0.0f);
-    matmul_bf16_tn(dk, dS16, h16.q + (size_t)t0 * C3, t1, hs, rows, t1, C3, C3, scale, beta_kv);
+    matmul_bf16_tn({dv, t1, hs, C3}, {P16, rows, t1, t1}, {dout16, rows, hs, C}, 1.0f, beta_kv);
+    matmul_bf16_nn({dq + (size_t)t0 * C3, rows, hs, C3}, {dS16, rows, t1, t1}, {h16.k, t1, hs, C3}, scale, 0.0f);
+    matmul_bf16_tn({dk, t1, hs, C3}, {dS16, rows, t1, t1}, {h16.q + (size_t)t0 * C3, rows, hs, C3}, scale, beta_kv);
 }
 
-// Backward: the derivation is in attention.h above twin::attention_backward; the step
+// Backward: the derivation is in attention.h above attention_backward_twin; the step
 // numbers below are its steps. Per (b, h) and row block [t0, t1), one (rows, t1) block of
 // scratch holds in turn P, then dP, then dA, then dS:
 //   1. blk = P (att with dropout applied)             dv[0:t1] += blkᵀ · dout[t0:t1]
@@ -249,9 +249,9 @@ static void backward_blocks(float* dqkv, bf16* dqkv16, float* scratch, bf16* scr
             // step 1: blk = P, zero above the diagonal (att's own zeros there are not read);
             // dv[0:t1] += Pᵀ · dout[t0:t1]
             write_probabilities(blk, T, att_bh, T, t0, t1, drop, bh);
-            matmul_tn(dv, blk, dout_blk, t1, hs, rows, T, C, C3, 1.0f, beta_kv);
+            matmul_tn({dv, t1, hs, C3}, {blk, rows, t1, T}, {dout_blk, rows, hs, C}, 1.0f, beta_kv);
             // step 1: blk = dP = dout[t0:t1] · v[0:t1]ᵀ
-            matmul_nt(blk, dout_blk, v, rows, t1, hs, C, C3, T, 1.0f, 0.0f);
+            matmul_nt({blk, rows, t1, T}, {dout_blk, rows, hs, C}, {v, t1, hs, C3}, 1.0f, 0.0f);
             for (int t = t0; t < t1; t++) {
                 const float* att_t = att_bh + (size_t)t * T;
                 float* blk_t = blk + (size_t)(t - t0) * T;
@@ -263,8 +263,8 @@ static void backward_blocks(float* dqkv, bf16* dqkv16, float* scratch, bf16* scr
                 std::memset(blk_t + t + 1, 0, sizeof(float) * (size_t)(t1 - t - 1));
             }
             // step 4: dq[t0:t1] = dS · k[0:t1] / √hs;  dk[0:t1] += dSᵀ · q[t0:t1] / √hs
-            matmul_nn(dq + (size_t)t0 * C3, blk, k, rows, hs, t1, T, C3, C3, scale, 0.0f);
-            matmul_tn(dk, blk, q + (size_t)t0 * C3, t1, hs, rows, T, C3, C3, scale, beta_kv);
+            matmul_nn({dq + (size_t)t0 * C3, rows, hs, C3}, {blk, rows, t1, T}, {k, t1, hs, C3}, scale, 0.0f);
+            matmul_tn({dk, t1, hs, C3}, {blk, rows, t1, T}, {q + (size_t)t0 * C3, rows, hs, C3}, scale, beta_kv);
         }
         if (dqkv16)  // head h's dq, dk, dv are final
             for (float* d : {dq, dk, dv}) round_rows(dqkv16 + (d - dqkv), C3, d, C3, T, hs);

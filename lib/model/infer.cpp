@@ -103,7 +103,7 @@ static void cached_attention_forward(float* out, float* att, const float* qkv, c
         for (int p1 = 0; p1 < P; p1 += kRowBlock) {
             const int rows = std::min(kRowBlock, P - p1), t1 = t0 + p1, t2 = t1 + rows;
             // att[r, s] = q_{t1+r} · k_s / √hs for s in [0, t2)
-            matmul_nt(att_bh, q + size_t(p1) * C3, k_bh, rows, t2, hs, C3, C, t2, scale, 0.0f);
+            matmul_nt({att_bh, rows, t2, t2}, {q + size_t(p1) * C3, rows, hs, C3}, {k_bh, t2, hs, C}, scale, 0.0f);
             for (int r = 0; r < rows; r++) {
                 float* att_t = att_bh + size_t(r) * t2;
                 const int t = t1 + r;
@@ -111,7 +111,7 @@ static void cached_attention_forward(float* out, float* att, const float* qkv, c
                 std::fill(att_t + t + 1, att_t + t2, 0.0f);  // s > t: masked
             }
             // out[t1:t2] = att · v[0:t2]   (rows, t2)·(t2, hs)
-            matmul_nn(out_bh + size_t(p1) * C, att_bh, v_bh, rows, hs, t2, t2, C, C, 1.0f, 0.0f);
+            matmul_nn({out_bh + size_t(p1) * C, rows, hs, C}, {att_bh, rows, t2, t2}, {v_bh, t2, hs, C}, 1.0f, 0.0f);
         }
     }
 }

@@ -43,10 +43,12 @@ namespace {
 // The three products of a Newton–Schulz step, gram: g(a,a) = x xᵀ for x (a,b); square: q = p · p
 // for p (a,a); mul_add: y(a,b) += p(a,a) · x(a,b). They run on sgemm for float and as plain
 // loops for double.
-void gram(float* g, const float* x, int a, int b) { matmul_nt(g, x, x, a, a, b, b, b, a, 1.0f, 0.0f); }
-void square(float* q, const float* p, int a) { matmul_nn(q, p, p, a, a, a, a, a, a, 1.0f, 0.0f); }
+void gram(float* g, const float* x, int a, int b) {
+    matmul_nt({g, a, a, a}, {x, a, b, b}, {x, a, b, b}, 1.0f, 0.0f);
+}
+void square(float* q, const float* p, int a) { matmul_nn({q, a, a, a}, {p, a, a, a}, {p, a, a, a}, 1.0f, 0.0f); }
 void mul_add(float* y, const float* p, const float* x, int a, int b) {
-    matmul_nn(y, p, x, a, b, a, a, b, b, 1.0f, 1.0f);
+    matmul_nn({y, a, b, b}, {p, a, a, a}, {x, a, b, b}, 1.0f, 1.0f);
 }
 
 void gram(double* g, const double* x, int a, int b) {
@@ -90,15 +92,15 @@ struct Bf16Products {
     bf16* poly16;  // (a, a) b·A + c·A² rounded
     void gram(float* g, const float* x, int a, int b) {
         bf16_round(x16, x, size_t(a) * b);
-        matmul_bf16_nt(g, x16, x16, a, a, b, b, b, a, 1.0f, 0.0f);
+        matmul_bf16_nt({g, a, a, a}, {x16, a, b, b}, {x16, a, b, b}, 1.0f, 0.0f);
     }
     void square(float* q, const float* p, int a) {
         bf16_round(gm16, p, size_t(a) * a);
-        matmul_bf16_nn(q, gm16, gm16, a, a, a, a, a, a, 1.0f, 0.0f);
+        matmul_bf16_nn({q, a, a, a}, {gm16, a, a, a}, {gm16, a, a, a}, 1.0f, 0.0f);
     }
     void mul_add(float* y, const float* p, const float* /* x: rounded by gram */, int a, int b) {
         bf16_round(poly16, p, size_t(a) * a);
-        matmul_bf16_nn(y, poly16, x16, a, b, a, a, b, b, 1.0f, 1.0f);
+        matmul_bf16_nn({y, a, b, b}, {poly16, a, a, a}, {x16, a, b, b}, 1.0f, 1.0f);
     }
 };
 

@@ -89,8 +89,8 @@ std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T) {
 }
 
 // The floats each operand of `m` spans.
-static size_t a_size(const MatmulCall& m) { return size_t(m.form == 'T' ? m.K : m.M) * m.lda; }
-static size_t b_size(const MatmulCall& m) { return size_t(m.form == 't' ? m.N : m.K) * m.ldb; }
+static size_t a_size(const MatmulCall& m) { return size_t(m.form == MatmulForm::TN ? m.K : m.M) * m.lda; }
+static size_t b_size(const MatmulCall& m) { return size_t(m.form == MatmulForm::NT ? m.N : m.K) * m.ldb; }
 static size_t c_size(const MatmulCall& m) { return size_t(m.M) * m.ldc; }
 
 // Seconds of one run of `m` (one per thread side by side when it was nested) with each of
