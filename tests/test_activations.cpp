@@ -125,9 +125,9 @@ TEST_CASE("SwiGLU backward matches finite differences (da and db)", "[gradcheck]
             const int N = 3;
             Vec inp = randn(size_t(N) * 2 * H, 900 + H, scale), r = randn(size_t(N) * H, 901 + H);
             Vec out(r.size()), dinp(inp.size());
-            twin::swiglu_backward(dinp.data(), inp.data(), r.data(), N, H);
+            swiglu_backward_twin(dinp.data(), inp.data(), r.data(), N, H);
             check_grad("swiglu dinp", inp, dinp, [&] {
-                twin::swiglu_forward(out.data(), inp.data(), N, H);
+                swiglu_forward_twin(out.data(), inp.data(), N, H);
                 return dot(r, out.data());
             }, scale);
         }
@@ -138,11 +138,11 @@ TEST_CASE("SwiGLU: the checker rejects silu' = σ (a term missing) and db with �
     const int N = 3, H = 5;
     Vec inp = randn(size_t(N) * 2 * H, 910, 2.0), r = randn(size_t(N) * H, 911), out(r.size());
     auto loss = [&] {
-        twin::swiglu_forward(out.data(), inp.data(), N, H);
+        swiglu_forward_twin(out.data(), inp.data(), N, H);
         return dot(r, out.data());
     };
     Vec no_term(inp.size()), sigma_for_silu(inp.size());
-    twin::swiglu_backward(no_term.data(), inp.data(), r.data(), N, H);
+    swiglu_backward_twin(no_term.data(), inp.data(), r.data(), N, H);
     sigma_for_silu = no_term;
     for (int n = 0; n < N; n++)
         for (int i = 0; i < H; i++) {
@@ -165,9 +165,9 @@ TEST_CASE("SwiGLU kernels match the float twin on every SIMD target", "[simd][la
                              dout = randn<float>(size_t(N) * H, 921 + H);
                 Floats out(dout.size()), ref(dout.size()), dinp(inp.size()), rdinp(inp.size());
                 swiglu_forward(out.data(), inp.data(), N, H);
-                twin::swiglu_forward(ref.data(), inp.data(), N, H);
+                swiglu_forward_twin(ref.data(), inp.data(), N, H);
                 swiglu_backward(dinp.data(), inp.data(), dout.data(), N, H);
-                twin::swiglu_backward(rdinp.data(), inp.data(), dout.data(), N, H);
+                swiglu_backward_twin(rdinp.data(), inp.data(), dout.data(), N, H);
                 const double fwd = ulps(out, ref, swiglu_out_scale(inp, N, H));
                 const Vec scale_d = swiglu_dinp_scale(inp, dout, N, H);
                 const auto [da, db] = split_ulps(dinp, rdinp, scale_d, N, H);
@@ -186,9 +186,9 @@ TEST_CASE("ReLU² backward matches finite differences", "[gradcheck][layers][rel
         for (double scale : {0.1, 1.0, 10.0}) {
             CAPTURE(n, scale);
             Vec x = randn(n, 930 + n, scale), r = randn(n, 931 + n), out(n), dinp(n);
-            twin::relu2_backward(dinp.data(), x.data(), r.data(), n);
+            relu2_backward_twin(dinp.data(), x.data(), r.data(), n);
             check_grad("relu2 dinp", x, dinp, [&] {
-                twin::relu2_forward(out.data(), x.data(), n);
+                relu2_forward_twin(out.data(), x.data(), n);
                 return dot(r, out.data());
             }, scale);
         }
@@ -203,7 +203,7 @@ TEST_CASE("ReLU²: the checker rejects relu(x) (the 2 missing) and 2x (the relu 
         no_relu[i] = 2 * x[i] * r[i];
     }
     auto loss = [&] {
-        twin::relu2_forward(out.data(), x.data(), n);
+        relu2_forward_twin(out.data(), x.data(), n);
         return dot(r, out.data());
     };
     check_grad_fails("relu(x)", x, no_two, loss);
@@ -218,9 +218,9 @@ TEST_CASE("ReLU² kernels are bit-identical to the float twin on every SIMD targ
             const Floats x = randn<float>(n, 950 + n, 3.0), dout = randn<float>(n, 951 + n);
             Floats out(n), ref(n), d(n), rd(n);
             relu2_forward(out.data(), x.data(), n);
-            twin::relu2_forward(ref.data(), x.data(), n);
+            relu2_forward_twin(ref.data(), x.data(), n);
             relu2_backward(d.data(), x.data(), dout.data(), n);
-            twin::relu2_backward(rd.data(), x.data(), dout.data(), n);
+            relu2_backward_twin(rd.data(), x.data(), dout.data(), n);
             CHECK(mismatches(out, ref) == 0);
             CHECK(mismatches(d, rd) == 0);
         }
@@ -236,10 +236,10 @@ TEST_CASE("Soft-cap backward matches finite differences, caps 1 to 30, logits up
             CAPTURE(cap, scale);
             const size_t n = 31;
             Vec z = randn(n, 960, scale * cap / 10), r = randn(n, 961), out(n), dz(n);
-            twin::softcap_forward(out.data(), z.data(), n, cap);
-            twin::softcap_backward(dz.data(), out.data(), r.data(), n, cap);
+            softcap_forward_twin(out.data(), z.data(), n, cap);
+            softcap_backward_twin(dz.data(), out.data(), r.data(), n, cap);
             check_grad("dz", z, dz, [&] {
-                twin::softcap_forward(out.data(), z.data(), n, cap);
+                softcap_forward_twin(out.data(), z.data(), n, cap);
                 return dot(r, out.data());
             }, scale * cap / 10);
         }
@@ -250,14 +250,14 @@ TEST_CASE("Soft-cap: the checker rejects sech²/S (the S not cancelled) and 1 - 
     const size_t n = 31;
     const double cap = 3.0;
     Vec z = randn(n, 970, 2.0), r = randn(n, 971), out(n), over_s(n), no_scale(n);
-    twin::softcap_forward(out.data(), z.data(), n, cap);
-    twin::softcap_backward(over_s.data(), out.data(), r.data(), n, cap);
+    softcap_forward_twin(out.data(), z.data(), n, cap);
+    softcap_backward_twin(over_s.data(), out.data(), r.data(), n, cap);
     for (size_t i = 0; i < n; i++) {
         over_s[i] /= cap;
         no_scale[i] = (1 - std::tanh(z[i]) * std::tanh(z[i])) * r[i];
     }
     auto loss = [&] {
-        twin::softcap_forward(out.data(), z.data(), n, cap);
+        softcap_forward_twin(out.data(), z.data(), n, cap);
         return dot(r, out.data());
     };
     check_grad_fails("sech^2 / S", z, over_s, loss);
@@ -274,9 +274,9 @@ TEST_CASE("Soft-cap kernels match the float twin on every SIMD target", "[simd][
                                  dout = randn<float>(n, 981 + n);
                     Floats y(n), ref(n), d(n), rd(n);
                     softcap_forward(y.data(), z.data(), n, cap);
-                    twin::softcap_forward(ref.data(), z.data(), n, cap);
+                    softcap_forward_twin(ref.data(), z.data(), n, cap);
                     softcap_backward(d.data(), y.data(), dout.data(), n, cap);
-                    twin::softcap_backward(rd.data(), y.data(), dout.data(), n, cap);
+                    softcap_backward_twin(rd.data(), y.data(), dout.data(), n, cap);
                     const double fwd = ulps(y, ref, abs_of(ref)), bwd = ulps(d, rd, abs_of(dout));
                     INFO("ulps: out " << fwd << " dz " << bwd);
                     CHECK(fwd <= kSoftcapFwdUlps);
@@ -298,8 +298,8 @@ TEST_CASE("SwiGLU, ReLU² and soft-cap fast paths match the double twin on long 
     swiglu_backward(dinp.data(), inp.data(), dh.data(), N, H);
     const Vec I = to_double(inp), DH = to_double(dh);
     Vec ref(out.size()), rdinp(inp.size());
-    twin::swiglu_forward(ref.data(), I.data(), N, H);
-    twin::swiglu_backward(rdinp.data(), I.data(), DH.data(), N, H);
+    swiglu_forward_twin(ref.data(), I.data(), N, H);
+    swiglu_backward_twin(rdinp.data(), I.data(), DH.data(), N, H);
     const double fwd = ulps(out, ref, swiglu_out_scale(inp, N, H));
     const auto [da, db] = split_ulps(dinp, rdinp, swiglu_dinp_scale(inp, dh, N, H), N, H);
     INFO("SwiGLU ulps vs double: out " << fwd << " da " << da << " db " << db);
@@ -317,10 +317,10 @@ TEST_CASE("SwiGLU, ReLU² and soft-cap fast paths match the double twin on long 
     relu2_backward(dr2.data(), z.data(), dy.data(), n);
     const Vec Z = to_double(z), DY = to_double(dy);
     Vec ry(n), rdz(n), rr2(n), rdr2(n);
-    twin::softcap_forward(ry.data(), Z.data(), n, double(cap));
-    twin::softcap_backward(rdz.data(), ry.data(), DY.data(), n, double(cap));
-    twin::relu2_forward(rr2.data(), Z.data(), n);
-    twin::relu2_backward(rdr2.data(), Z.data(), DY.data(), n);
+    softcap_forward_twin(ry.data(), Z.data(), n, double(cap));
+    softcap_backward_twin(rdz.data(), ry.data(), DY.data(), n, double(cap));
+    relu2_forward_twin(rr2.data(), Z.data(), n);
+    relu2_backward_twin(rdr2.data(), Z.data(), DY.data(), n);
     const double cf = ulps(y, ry, abs_of(ry)),
                  cb = ulps(dz, rdz, abs_of(dy));
     INFO("soft-cap ulps vs double: out " << cf << " dz " << cb);
@@ -426,14 +426,14 @@ TEST_CASE("SwiGLU, ReLU² and soft-cap: bad sizes and caps are hg::Error",
     const size_t neg_n = static_cast<size_t>(-3);  // a negative int passed as a size_t
     CHECK_THROWS_WITH(swiglu_forward(p, q, 2, 0), Catch::Contains("H = 0"));
     CHECK_THROWS_AS(swiglu_backward(p, q, q, -1, 4), hg::Error);
-    CHECK_THROWS_AS(twin::swiglu_forward(p, q, 0, 4), hg::Error);
+    CHECK_THROWS_AS(swiglu_forward_twin(p, q, 0, 4), hg::Error);
     CHECK_THROWS_WITH(relu2_forward(p, q, neg_n), Catch::Contains("n (-3)"));
     CHECK_THROWS_AS(relu2_backward(p, q, q, 0), hg::Error);
-    CHECK_THROWS_AS(twin::relu2_forward(p, q, 0), hg::Error);
+    CHECK_THROWS_AS(relu2_forward_twin(p, q, 0), hg::Error);
     CHECK_THROWS_WITH(softcap_forward(p, q, 8, 0.0f), Catch::Contains("0 means no cap"));
     CHECK_THROWS_AS(softcap_forward(p, q, 8, -1.0f), hg::Error);
     CHECK_THROWS_AS(softcap_backward(p, q, q, 8, NAN), hg::Error);
     CHECK_THROWS_AS(softcap_backward(p, q, q, 8, INFINITY), hg::Error);
     CHECK_THROWS_AS(softcap_forward(p, q, 0, 30.0f), hg::Error);
-    CHECK_THROWS_AS(twin::softcap_backward(p, q, q, neg_n, 30.0f), hg::Error);
+    CHECK_THROWS_AS(softcap_backward_twin(p, q, q, neg_n, 30.0f), hg::Error);
 }

@@ -107,8 +107,8 @@ GradCheckResult attention_gradcheck(const AttnCase& ac, bool planted, AttnBug bu
     auto r = randn((size_t)B * T * C, ac.seed + 1000);
     std::vector<double> out((size_t)B * T * C), att((size_t)B * NH * T * T);
     auto loss = [&] {
-        hg::twin::attention_forward(out.data(), att.data(), attention_scratch<double>(), qkv.data(), B, T, C,
-                                    NH, drop);
+        hg::attention_forward_twin(out.data(), att.data(), attention_scratch<double>(), qkv.data(), B, T, C,
+                                   NH, drop);
         return dot(r, out.data());
     };
     loss();  // att at the unperturbed point, for the backward
@@ -116,8 +116,8 @@ GradCheckResult attention_gradcheck(const AttnCase& ac, bool planted, AttnBug bu
     if (planted)
         attention_backward_planted(dqkv.data(), r.data(), qkv.data(), B, T, C, NH, bug);
     else
-        hg::twin::attention_backward(dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data(),
-                                     B, T, C, NH, drop);
+        hg::attention_backward_twin(dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data(),
+                                    B, T, C, NH, drop);
     return gradcheck(qkv.data(), qkv.size(), dqkv.data(), loss);
 }
 
@@ -212,8 +212,8 @@ TEST_CASE("attention: batched heads equal a per-head loop", "[attention]") {
             att_d((size_t)B * NH * T * T);
         std::vector<float> out(ref.size()), att(att_d.size());
         attention_per_head(ref.data(), qkv_d.data(), B, T, C, NH, drop);
-        hg::twin::attention_forward(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
-                                    T, C, NH, drop);
+        hg::attention_forward_twin(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
+                                   T, C, NH, drop);
         hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
         INFO("B=" << B << " T=" << T << " C=" << C << " NH=" << NH << " p=" << sh.p);
         CHECK(worst_ratio(out_d.data(), ref.data(), ref.size(), 1e-12, 1e-12) <= 1.0);  // double
@@ -230,8 +230,8 @@ TEST_CASE("attention is causal: changing position t leaves earlier outputs bit-i
         std::vector<float> out((size_t)B * T * C), att((size_t)B * NH * T * T);
         std::vector<double> qkv_d = to_double(qkv), out_d(out.size()), att_d(att.size());
         hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
-        hg::twin::attention_forward(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
-                                    T, C, NH, drop);
+        hg::attention_forward_twin(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
+                                   T, C, NH, drop);
         for (int t : {0, 1, 5, 63, 64, 69}) {
             auto qkv2 = qkv;
             for (int b = 0; b < B; b++)
@@ -241,8 +241,8 @@ TEST_CASE("attention is causal: changing position t leaves earlier outputs bit-i
             std::vector<float> out2(out.size()), att2(att.size());
             std::vector<double> out2_d(out.size()), att2_d(att.size());
             hg::attention_forward(out2.data(), att2.data(), attention_scratch(), qkv2.data(), B, T, C, NH, drop);
-            hg::twin::attention_forward(out2_d.data(), att2_d.data(), attention_scratch<double>(),
-                                        qkv2_d.data(), B, T, C, NH, drop);
+            hg::attention_forward_twin(out2_d.data(), att2_d.data(), attention_scratch<double>(),
+                                       qkv2_d.data(), B, T, C, NH, drop);
             INFO("p=" << p << " changed position t=" << t);
             for (int b = 0; b < B; b++) {
                 const size_t before = (size_t)t * C, row0 = (size_t)b * T * C;
@@ -274,12 +274,12 @@ TEST_CASE("attention fast float path matches the double scalar twin", "[attentio
             scratch(att.size(), 7.0f);
         std::vector<double> out_d(out.size()), att_d(att.size()), scratch_d(att.size());
         hg::attention_forward(out.data(), att.data(), attention_scratch(), qkv.data(), B, T, C, NH, drop);
-        hg::twin::attention_forward(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
-                                    T, C, NH, drop);
+        hg::attention_forward_twin(out_d.data(), att_d.data(), attention_scratch<double>(), qkv_d.data(), B,
+                                   T, C, NH, drop);
         hg::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B,
                                T, C, NH, drop);
-        hg::twin::attention_backward(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(),
-                                     att_d.data(), B, T, C, NH, drop);
+        hg::attention_backward_twin(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(),
+                                    att_d.data(), B, T, C, NH, drop);
         INFO("p=" << p);
         CHECK(worst_ratio(out.data(), out_d.data(), out.size(), tol, tol) <= 1.0);
         CHECK(worst_ratio(att.data(), att_d.data(), att.size(), tol, tol) <=
@@ -305,10 +305,10 @@ TEST_CASE("attention: fused kernels and sgemm blocks both match the double twin 
             const auto qkv_d = to_double(qkv), dout_d = to_double(dout);
             std::vector<double> out_d(dout.size()), att_d((size_t)B * NH * T * T), dqkv_d(qkv.size()),
                 scratch_d(att_d.size());
-            hg::twin::attention_forward(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH,
-                                        drop);
-            hg::twin::attention_backward(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(),
-                                         att_d.data(), B, T, C, NH, drop);
+            hg::attention_forward_twin(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH,
+                                       drop);
+            hg::attention_backward_twin(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(),
+                                        att_d.data(), B, T, C, NH, drop);
             hg::test::for_each_target([&] {
                 for (bool fused : {true, false}) {
                     INFO("B " << B << " T " << T << " C " << C << " NH " << NH << " p " << p
@@ -336,9 +336,9 @@ TEST_CASE("attention: the fused-vs-twin comparison rejects a wrong backward", "[
     const auto qkv = randn<float>((size_t)B * T * 3 * C, 171), dout = randn<float>((size_t)B * T * C, 172);
     const auto qkv_d = to_double(qkv), dout_d = to_double(dout);
     std::vector<double> out_d(dout.size()), att_d((size_t)B * NH * T * T), dqkv_d(qkv.size()), scratch_d(att_d.size());
-    hg::twin::attention_forward(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH, drop);
-    hg::twin::attention_backward(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(), att_d.data(), B, T,
-                                 C, NH, drop);
+    hg::attention_forward_twin(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH, drop);
+    hg::attention_backward_twin(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(), att_d.data(), B, T,
+                                C, NH, drop);
     std::vector<float> out(dout.size()), att(att_d.size()), scratch(att.size()), dqkv(qkv.size());
     hg::attention_forward_fused(out.data(), att.data(), scratch.data(), qkv.data(), B, T, C, NH, drop);
     hg::attention_backward_fused(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, drop);

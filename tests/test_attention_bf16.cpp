@@ -178,9 +178,9 @@ Worst check_bound(const Shape& sh, const std::vector<float>& qkv, const std::vec
     // The test's own exact values are the double twin's.
     std::vector<double> qkv_d(qkv.begin(), qkv.end()), dout_d(dout.begin(), dout.end()), out_d(dout.size()),
         att_d(size_t(B) * NH * T * T), scratch_d(att_d.size()), dqkv_d(qkv.size());
-    twin::attention_forward(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH, drop);
-    twin::attention_backward(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(), att_d.data(), B, T, C, NH,
-                             drop);
+    attention_forward_twin(out_d.data(), att_d.data(), scratch_d.data(), qkv_d.data(), B, T, C, NH, drop);
+    attention_backward_twin(dqkv_d.data(), scratch_d.data(), dout_d.data(), qkv_d.data(), att_d.data(), B, T, C, NH,
+                            drop);
     double twin_diff = 0;
     for (size_t i = 0; i < dqkv.size(); i++) twin_diff = std::max(twin_diff, std::fabs(dqkv[i] - dqkv_d[i]));
     CHECK(twin_diff < 1e-9);

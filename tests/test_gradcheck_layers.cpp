@@ -45,8 +45,8 @@ struct LayerNormCase {
     }
     double loss() {
         Vec out(inp.size()), mean(N), rstd(N);
-        twin::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(),
-                                has_bias ? bias.data() : nullptr, N, C);
+        layernorm_forward_twin(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(),
+                               has_bias ? bias.data() : nullptr, N, C);
         return dot(r, out.data());
     }
 };
@@ -83,14 +83,14 @@ TEST_CASE("LayerNorm backward matches finite differences (dinp, dweight, dbias)"
                 CAPTURE(C, scale, with_bias);
                 LayerNormCase k(B * T, C, scale, 100 + C, with_bias);
                 Vec out(k.inp.size()), mean(k.N), rstd(k.N);
-                twin::layernorm_forward(out.data(), mean.data(), rstd.data(), k.inp.data(),
-                                        k.weight.data(), with_bias ? k.bias.data() : nullptr,
-                                        k.N, C);
+                layernorm_forward_twin(out.data(), mean.data(), rstd.data(), k.inp.data(),
+                                       k.weight.data(), with_bias ? k.bias.data() : nullptr,
+                                       k.N, C);
                 Vec dinp(k.inp.size()), dweight(C), dbias(C);
-                twin::layernorm_backward(dinp.data(), dweight.data(),
-                                         with_bias ? dbias.data() : nullptr, k.r.data(),
-                                         k.inp.data(), k.weight.data(), mean.data(),
-                                         rstd.data(), k.N, C);
+                layernorm_backward_twin(dinp.data(), dweight.data(),
+                                        with_bias ? dbias.data() : nullptr, k.r.data(),
+                                        k.inp.data(), k.weight.data(), mean.data(),
+                                        rstd.data(), k.N, C);
                 auto loss = [&] { return k.loss(); };
                 check_grad("dinp", k.inp, dinp, loss, scale);
                 check_grad("dweight", k.weight, dweight, loss);
@@ -103,8 +103,8 @@ TEST_CASE("LayerNorm: the checker rejects a backward with a dropped term", "[gra
         CAPTURE(int(bug));
         LayerNormCase k(6, 5, 1.0, 7, true);
         Vec out(k.inp.size()), mean(k.N), rstd(k.N);
-        twin::layernorm_forward(out.data(), mean.data(), rstd.data(), k.inp.data(),
-                                k.weight.data(), k.bias.data(), k.N, k.C);
+        layernorm_forward_twin(out.data(), mean.data(), rstd.data(), k.inp.data(),
+                               k.weight.data(), k.bias.data(), k.N, k.C);
         Vec dinp(k.inp.size());
         layernorm_backward_buggy(dinp.data(), k.r.data(), k.inp.data(), k.weight.data(),
                                  mean.data(), rstd.data(), k.N, k.C, bug);
@@ -122,9 +122,9 @@ TEST_CASE("GELU backward matches finite differences (dinp), erf and tanh forms",
                 CAPTURE(kind == GeluKind::Erf ? "erf" : "tanh", C, scale);
                 const size_t n = 2 * 3 * C;
                 Vec inp = randn(n, 200 + C, scale), r = randn(n, 300 + C), out(n), dinp(n);
-                twin::gelu_backward(dinp.data(), inp.data(), r.data(), n, kind);
+                gelu_backward_twin(dinp.data(), inp.data(), r.data(), n, kind);
                 check_grad("dinp", inp, dinp, [&] {
-                    twin::gelu_forward(out.data(), inp.data(), n, kind);
+                    gelu_forward_twin(out.data(), inp.data(), n, kind);
                     return dot(r, out.data());
                 }, scale);
             }
@@ -136,20 +136,20 @@ TEST_CASE("GELU: the checker rejects a scaled derivative and the other form's de
     Vec inp = randn(n, 11), r = randn(n, 12), out(n);
     auto loss = [&](GeluKind kind) {
         return [&, kind] {
-            twin::gelu_forward(out.data(), inp.data(), n, kind);
+            gelu_forward_twin(out.data(), inp.data(), n, kind);
             return dot(r, out.data());
         };
     };
     for (GeluKind kind : {GeluKind::Erf, GeluKind::Tanh}) {
         CAPTURE(kind == GeluKind::Erf ? "erf" : "tanh");
         Vec scaled(n);
-        twin::gelu_backward(scaled.data(), inp.data(), r.data(), n, kind);
+        gelu_backward_twin(scaled.data(), inp.data(), r.data(), n, kind);
         for (auto& g : scaled) g *= 1.1;
         check_grad_fails("derivative x 1.1", inp, scaled, loss(kind));
 
         const GeluKind other = kind == GeluKind::Erf ? GeluKind::Tanh : GeluKind::Erf;
         Vec mixed(n);
-        twin::gelu_backward(mixed.data(), inp.data(), r.data(), n, other);
+        gelu_backward_twin(mixed.data(), inp.data(), r.data(), n, other);
         check_grad_fails("the other form's derivative", inp, mixed, loss(kind));
     }
 }
@@ -169,9 +169,9 @@ TEST_CASE("Encoder backward matches finite differences (dwte, dwpe), repeated to
         SECTION("learned wpe: dwte and dwpe") {
             Vec wpe = randn(size_t(maxT) * C, 600 + C);
             Vec dwte(wte.size()), dwpe(wpe.size());
-            twin::encoder_backward(dwte.data(), dwpe.data(), r.data(), idx.data(), B, T, C);
+            encoder_backward_twin(dwte.data(), dwpe.data(), r.data(), idx.data(), B, T, C);
             auto loss = [&] {
-                twin::encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+                encoder_forward_twin(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
                 return dot(r, out.data());
             };
             check_grad("dwte", wte, dwte, loss);
@@ -182,10 +182,10 @@ TEST_CASE("Encoder backward matches finite differences (dwte, dwpe), repeated to
             Vec wpe(size_t(maxT) * C);
             sinusoidal_table(wpe.data(), maxT, C);
             Vec dwte(wte.size());
-            twin::encoder_backward(dwte.data(), static_cast<double*>(nullptr), r.data(),
-                                   idx.data(), B, T, C);
+            encoder_backward_twin(dwte.data(), static_cast<double*>(nullptr), r.data(),
+                                  idx.data(), B, T, C);
             check_grad("dwte", wte, dwte, [&] {
-                twin::encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+                encoder_forward_twin(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
                 return dot(r, out.data());
             });
         }
@@ -195,7 +195,7 @@ TEST_CASE("Encoder backward matches finite differences (dwte, dwpe), repeated to
             for (int bt = 0; bt < B * T; bt++)  // planted bug: = instead of +=
                 for (int c = 0; c < C; c++) dwte[idx[bt] * C + c] = r[bt * C + c];
             check_grad_fails("dwte", wte, dwte, [&] {
-                twin::encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+                encoder_forward_twin(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
                 return dot(r, out.data());
             });
         }
@@ -213,7 +213,7 @@ TEST_CASE("Residual: a sum passes its gradient unchanged to both terms (finite d
         Vec a = randn(n, 700 + C), b = randn(n, 800 + C), r = randn(n, 900 + C), out(n);
         const Vec da = r, db = r;
         auto loss = [&] {
-            twin::residual_forward(out.data(), a.data(), b.data(), n);
+            residual_forward_twin(out.data(), a.data(), b.data(), n);
             return dot(r, out.data());
         };
         check_grad("dinp1", a, da, loss);
@@ -229,21 +229,21 @@ TEST_CASE("Dropout backward matches finite differences (dinp), p = 0.3, fixed ke
     for (int C : {5, 6}) {
         const size_t n = 2 * 3 * C;
         Vec inp = randn(n, 1000 + C), r = randn(n, 1100 + C), out(n), dinp(n);
-        twin::dropout_forward(out.data(), inp.data(), n, drop);
+        dropout_forward_twin(out.data(), inp.data(), n, drop);
         size_t dropped = std::count(out.begin(), out.end(), 0.0);
         CAPTURE(C, dropped);
         CHECK(dropped > 0);  // the check exercises both kept and dropped entries
         CHECK(dropped < n);
-        twin::dropout_backward(dinp.data(), r.data(), n, drop);
+        dropout_backward_twin(dinp.data(), r.data(), n, drop);
         check_grad("dinp", inp, dinp, [&] {
-            twin::dropout_forward(out.data(), inp.data(), n, drop);
+            dropout_forward_twin(out.data(), inp.data(), n, drop);
             return dot(r, out.data());
         });
         // The backward with another key's mask is wrong, and must be caught.
         Vec wrong(n);
-        twin::dropout_backward(wrong.data(), r.data(), n, Dropout{0.3f, 0x5eed + 1});
+        dropout_backward_twin(wrong.data(), r.data(), n, Dropout{0.3f, 0x5eed + 1});
         check_grad_fails("dinp with another key", inp, wrong, [&] {
-            twin::dropout_forward(out.data(), inp.data(), n, drop);
+            dropout_forward_twin(out.data(), inp.data(), n, drop);
             return dot(r, out.data());
         });
     }
@@ -277,13 +277,13 @@ void check_linear_gradient(Wrt wrt) {
         const double* b = lc.bias ? bias.data() : nullptr;
         std::vector<double> out((size_t)N * OC);
         auto loss = [&] {
-            hg::twin::linear_forward(out.data(), inp.data(), weight.data(), b, N, C, OC);
+            hg::linear_forward_twin(out.data(), inp.data(), weight.data(), b, N, C, OC);
             return dot(r, out.data());
         };
         // dL/dout = r for L = sum(r ⊙ out)
         std::vector<double> dinp(inp.size()), dweight(weight.size()), dbias(bias.size());
-        hg::twin::linear_backward(dinp.data(), dweight.data(), lc.bias ? dbias.data() : nullptr,
-                                  r.data(), inp.data(), weight.data(), N, C, OC);
+        hg::linear_backward_twin(dinp.data(), dweight.data(), lc.bias ? dbias.data() : nullptr,
+                                 r.data(), inp.data(), weight.data(), N, C, OC);
         GradCheckResult res = wrt == Wrt::Inp ? gradcheck(inp.data(), inp.size(), dinp.data(), loss)
                               : wrt == Wrt::Weight
                                   ? gradcheck(weight.data(), weight.size(), dweight.data(), loss)
@@ -327,12 +327,12 @@ GradCheckResult ce_gradcheck(const CeCase& cc, double dloss, CeBug bug) {
     std::vector<double> probs(logits.size()), losses(N);
     // the loss is the layer's own scalar output, scaled by dloss
     auto loss = [&] {
-        return dloss * hg::twin::crossentropy_forward(probs.data(), losses.data(), logits.data(),
-                                                      targets.data(), N, V);
+        return dloss * hg::crossentropy_forward_twin(probs.data(), losses.data(), logits.data(),
+                                                     targets.data(), N, V);
     };
     loss();
     std::vector<double> dlogits(logits.size());
-    hg::twin::crossentropy_backward(dlogits.data(), probs.data(), targets.data(), N, V, dloss);
+    hg::crossentropy_backward_twin(dlogits.data(), probs.data(), targets.data(), N, V, dloss);
     if (bug != CeBug::None) {  // planted: undo the -onehot, or the 1/K
         int count = 0;
         for (int y : targets) count += (y != -1);

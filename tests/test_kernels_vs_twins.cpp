@@ -117,9 +117,9 @@ TEST_CASE("GELU kernels match the float twin on every SIMD target", "[simd][gelu
                     Floats dinp0 = randn<float>(n, 19 + n);
                     Floats out(n), ref(n), dinp = dinp0, dref = dinp0;
                     gelu_forward(out.data(), x.data(), n, kind);
-                    twin::gelu_forward(ref.data(), x.data(), n, kind);
+                    gelu_forward_twin(ref.data(), x.data(), n, kind);
                     gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
-                    twin::gelu_backward(dref.data(), x.data(), dout.data(), n, kind);
+                    gelu_backward_twin(dref.data(), x.data(), dout.data(), n, kind);
                     const double fwd = gelu_fwd_ulps(out, ref, x);
                     const double bwd = gelu_bwd_ulps(dinp, dref, dout);
                     INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
@@ -140,13 +140,13 @@ TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd]
             for (auto& v : x) v += 3.0f;  // a nonzero mean, as real activations have
             Floats out(n), mean(N), rstd(N), ref(n), rmean(N), rrstd(N);
             layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-            twin::layernorm_forward(ref.data(), rmean.data(), rrstd.data(), x.data(), w.data(),
-                                    b.data(), N, C);
+            layernorm_forward_twin(ref.data(), rmean.data(), rrstd.data(), x.data(), w.data(),
+                                   b.data(), N, C);
             Floats dinp(n), dw(C), db(C), rdinp(n), rdw(C), rdb(C);
             layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
                                mean.data(), rstd.data(), N, C);
-            twin::layernorm_backward(rdinp.data(), rdw.data(), rdb.data(), dout.data(), x.data(),
-                                     w.data(), rmean.data(), rrstd.data(), N, C);
+            layernorm_backward_twin(rdinp.data(), rdw.data(), rdb.data(), dout.data(), x.data(),
+                                    w.data(), rmean.data(), rrstd.data(), N, C);
             const double e_out = scaled_error(out, ref), e_mean = scaled_error(mean, rmean),
                          e_rstd = scaled_error(rstd, rrstd),
                          e_dinp = scaled_error(dinp, rdinp, layernorm_dinp_scale(dout, w, rstd, N, C)),
@@ -255,16 +255,16 @@ TEST_CASE("Residual, dropout and encoder kernels equal the float twin on every S
             Floats a = randn<float>(n, 41 + n), b = randn<float>(n, 42 + n), g = randn<float>(n, 43 + n);
             Floats out(n), ref(n);
             residual_forward(out.data(), a.data(), b.data(), n);
-            twin::residual_forward(ref.data(), a.data(), b.data(), n);
+            residual_forward_twin(ref.data(), a.data(), b.data(), n);
             CHECK(mismatches(out, ref) == 0);
 
             const Dropout drop{0.3f, 77};
             Floats dx = g, rdx = g;
             dropout_forward(out.data(), a.data(), n, drop);
-            twin::dropout_forward(ref.data(), a.data(), n, drop);
+            dropout_forward_twin(ref.data(), a.data(), n, drop);
             CHECK(mismatches(out, ref) == 0);
             dropout_backward(dx.data(), b.data(), n, drop);  // writes: dx's old contents do not matter
-            twin::dropout_backward(rdx.data(), b.data(), n, drop);
+            dropout_backward_twin(rdx.data(), b.data(), n, drop);
             CHECK(mismatches(dx, rdx) == 0);
 
             // encoder with C = n
@@ -274,11 +274,11 @@ TEST_CASE("Residual, dropout and encoder kernels equal the float twin on every S
             Floats dout = randn<float>(size_t(B) * T * C, 46 + n);
             Floats eo(dout.size()), er(dout.size());
             encoder_forward(eo.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
-            twin::encoder_forward(er.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
+            encoder_forward_twin(er.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V);
             CHECK(mismatches(eo, er) == 0);
             Floats dwte = wte, dwpe = wpe, rdwte = wte, rdwpe = wpe;  // nonzero: += is exercised
             encoder_backward(dwte.data(), dwpe.data(), dout.data(), idx.data(), B, T, C);
-            twin::encoder_backward(rdwte.data(), rdwpe.data(), dout.data(), idx.data(), B, T, C);
+            encoder_backward_twin(rdwte.data(), rdwpe.data(), dout.data(), idx.data(), B, T, C);
             CHECK(mismatches(dwte, rdwte) == 0);
             CHECK(mismatches(dwpe, rdwpe) == 0);
         }
@@ -301,10 +301,10 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
                                mean.data(), rstd.data(), N, C);
             Doubles X = to_double(x), W = to_double(w), Bb = to_double(b), DO = to_double(dout);
             Doubles ref(n), rmean(N), rrstd(N), rdinp(n), rdw(C), rdb(C);
-            twin::layernorm_forward(ref.data(), rmean.data(), rrstd.data(), X.data(), W.data(),
-                                    Bb.data(), N, C);
-            twin::layernorm_backward(rdinp.data(), rdw.data(), rdb.data(), DO.data(), X.data(),
-                                     W.data(), rmean.data(), rrstd.data(), N, C);
+            layernorm_forward_twin(ref.data(), rmean.data(), rrstd.data(), X.data(), W.data(),
+                                   Bb.data(), N, C);
+            layernorm_backward_twin(rdinp.data(), rdw.data(), rdb.data(), DO.data(), X.data(),
+                                    W.data(), rmean.data(), rrstd.data(), N, C);
             const double e_out = scaled_error(out, ref),
                          e_dinp = scaled_error(dinp, rdinp, layernorm_dinp_scale(dout, w, rstd, N, C)),
                          e_dw = scaled_error(dw, rdw), e_db = scaled_error(db, rdb),
@@ -328,8 +328,8 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
                 gelu_forward(out.data(), x.data(), n, kind);
                 gelu_backward(dinp.data(), x.data(), dout.data(), n, kind);
                 Doubles X = to_double(x), ref(n), dref = to_double(dinp0), DO = to_double(dout);
-                twin::gelu_forward(ref.data(), X.data(), n, kind);
-                twin::gelu_backward(dref.data(), X.data(), DO.data(), n, kind);
+                gelu_forward_twin(ref.data(), X.data(), n, kind);
+                gelu_backward_twin(dref.data(), X.data(), DO.data(), n, kind);
                 const double fwd = gelu_fwd_ulps(out, ref, x), bwd = gelu_bwd_ulps(dinp, dref, dout);
                 INFO("forward " << fwd << " ulp of |x|, backward " << bwd << " ulp");
                 CHECK(fwd <= kGeluFwdUlps);
@@ -341,11 +341,11 @@ TEST_CASE("Fast float layers match the double twin on random inputs",
         Floats a = randn<float>(n, 71), b = randn<float>(n, 72), out(n);
         residual_forward(out.data(), a.data(), b.data(), n);
         Doubles ref(n), A = to_double(a), Bv = to_double(b);
-        twin::residual_forward(ref.data(), A.data(), Bv.data(), n);
+        residual_forward_twin(ref.data(), A.data(), Bv.data(), n);
         CHECK(scaled_error(out, ref) <= kEps);
         const Dropout drop{0.1f, 3};
         dropout_forward(out.data(), a.data(), n, drop);
-        twin::dropout_forward(ref.data(), A.data(), n, drop);
+        dropout_forward_twin(ref.data(), A.data(), n, drop);
         CHECK(scaled_error(out, ref) <= kEps);
     }
 }

@@ -102,8 +102,8 @@ TEST_CASE("Encoder: a token id outside [0, V) is an hg::Error naming it and its 
     idx[2] = -1;
     REQUIRE_THROWS_WITH(encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V),
                         Catch::Contains("token id -1") && Catch::Contains("b = 0, t = 2"));
-    REQUIRE_THROWS_WITH(twin::encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T,
-                                              C, V),
+    REQUIRE_THROWS_WITH(encoder_forward_twin(out.data(), idx.data(), wte.data(), wpe.data(), B, T,
+                                             C, V),
                         Catch::Contains("token id -1"));
     idx[2] = 9;  // V - 1 is fine
     REQUIRE_NOTHROW(encoder_forward(out.data(), idx.data(), wte.data(), wpe.data(), B, T, C, V));
@@ -125,15 +125,15 @@ TEST_CASE("Negative or zero sizes and p outside [0, 1) are hg::Error",
     CHECK_THROWS_WITH(layernorm_forward(p, c.data(), d.data(), q, q, q, 2, neg),
                       Catch::Contains("C = -3"));
     CHECK_THROWS_AS(layernorm_backward(p, c.data(), d.data(), q, q, q, q, q, neg, 4), hg::Error);
-    CHECK_THROWS_AS(twin::layernorm_forward(p, c.data(), d.data(), q, q, q, 0, 4), hg::Error);
+    CHECK_THROWS_AS(layernorm_forward_twin(p, c.data(), d.data(), q, q, q, 0, 4), hg::Error);
     CHECK_THROWS_WITH(gelu_forward(p, q, neg_n, GeluKind::Erf), Catch::Contains("n (-3)"));
     CHECK_THROWS_AS(gelu_backward(p, q, q, 0, GeluKind::Tanh), hg::Error);
-    CHECK_THROWS_AS(twin::gelu_forward(p, q, 0, GeluKind::Tanh), hg::Error);
+    CHECK_THROWS_AS(gelu_forward_twin(p, q, 0, GeluKind::Tanh), hg::Error);
     CHECK_THROWS_AS(residual_forward(p, q, q, neg_n), hg::Error);
     CHECK_THROWS_AS(dropout_forward(p, q, neg_n, Dropout{0.1f, 1}), hg::Error);
     CHECK_THROWS_WITH(dropout_forward(p, q, 8, Dropout{1.0f, 1}), Catch::Contains("p (1)"));
     CHECK_THROWS_AS(dropout_backward(p, q, 8, Dropout{-0.1f, 1}), hg::Error);
-    CHECK_THROWS_AS(twin::dropout_forward(p, q, 8, Dropout{NAN, 1}), hg::Error);
+    CHECK_THROWS_AS(dropout_forward_twin(p, q, 8, Dropout{NAN, 1}), hg::Error);
 }
 
 TEST_CASE("layers reject bad arguments with hg::Error", "[linear][attention][crossentropy]") {
@@ -145,8 +145,8 @@ TEST_CASE("layers reject bad arguments with hg::Error", "[linear][attention][cro
         CHECK_THROWS_WITH(hg::attention_forward(f, f, f, f, 2, 3, 6, 4, Dropout{}),
                           "n_embd (C=6) must be divisible by n_head (4)");
         CHECK_THROWS_AS(hg::attention_backward(f, f, f, f, f, 2, 3, 6, 4, Dropout{}), hg::Error);
-        CHECK_THROWS_AS(hg::twin::attention_forward(d, d, d, d, 2, 3, 6, 4, Dropout{}), hg::Error);
-        CHECK_THROWS_AS(hg::twin::attention_backward(d, d, d, d, d, 2, 3, 6, 4, Dropout{}),
+        CHECK_THROWS_AS(hg::attention_forward_twin(d, d, d, d, 2, 3, 6, 4, Dropout{}), hg::Error);
+        CHECK_THROWS_AS(hg::attention_backward_twin(d, d, d, d, d, 2, 3, 6, 4, Dropout{}),
                         hg::Error);
     }
     SECTION("attention: zero or negative sizes, dropout p out of [0, 1)") {
@@ -162,14 +162,14 @@ TEST_CASE("layers reject bad arguments with hg::Error", "[linear][attention][cro
         CHECK_THROWS_WITH(hg::linear_forward(f, f, f, nullptr, -1, 3, 2), Catch::Contains("N=-1"));
         CHECK_THROWS_AS(hg::linear_forward(f, f, f, f, 2, 0, 2), hg::Error);
         CHECK_THROWS_AS(hg::linear_backward(f, f, f, f, f, f, 2, 3, -2), hg::Error);
-        CHECK_THROWS_AS(hg::twin::linear_forward(d, d, d, d, 0, 3, 2), hg::Error);
+        CHECK_THROWS_AS(hg::linear_forward_twin(d, d, d, d, 0, 3, 2), hg::Error);
     }
     SECTION("cross-entropy: target >= V, target < -1, bad sizes") {
         std::vector<int> targets = {0, 2, 7, 1};
         CHECK_THROWS_WITH(hg::crossentropy_forward(f, f, f, targets.data(), 4, 7),
                           "cross-entropy: target 7 at row 2 is outside [-1, V=7)");
         CHECK_THROWS_AS(hg::crossentropy_backward(f, f, targets.data(), 4, 7, 1.0f), hg::Error);
-        CHECK_THROWS_AS(hg::twin::crossentropy_forward(d, d, d, targets.data(), 4, 7), hg::Error);
+        CHECK_THROWS_AS(hg::crossentropy_forward_twin(d, d, d, targets.data(), 4, 7), hg::Error);
         targets[2] = -2;
         CHECK_THROWS_WITH(hg::crossentropy_forward(f, f, f, targets.data(), 4, 7),
                           Catch::Contains("target -2"));

@@ -43,13 +43,13 @@ TEST_CASE("linear fast float path matches the double scalar twin", "[linear]") {
 
         hg::linear_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr,
                            N, C, OC);
-        hg::twin::linear_forward(out_d.data(), inp_d.data(), weight_d.data(),
-                                 with_bias ? bias_d.data() : nullptr, N, C, OC);
+        hg::linear_forward_twin(out_d.data(), inp_d.data(), weight_d.data(),
+                                with_bias ? bias_d.data() : nullptr, N, C, OC);
         hg::linear_backward(dinp.data(), dweight.data(), with_bias ? dbias.data() : nullptr,
                             dout.data(), inp.data(), weight.data(), N, C, OC);
-        hg::twin::linear_backward(dinp_d.data(), dweight_d.data(),
-                                  with_bias ? dbias_d.data() : nullptr, dout_d.data(),
-                                  inp_d.data(), weight_d.data(), N, C, OC);
+        hg::linear_backward_twin(dinp_d.data(), dweight_d.data(),
+                                 with_bias ? dbias_d.data() : nullptr, dout_d.data(),
+                                 inp_d.data(), weight_d.data(), N, C, OC);
         INFO("bias=" << with_bias);
         CHECK(worst_ratio(out.data(), out_d.data(), out.size(), tol, tol) <= 1.0);
         CHECK(worst_ratio(dinp.data(), dinp_d.data(), dinp.size(), tol, tol) <= 1.0);
@@ -65,8 +65,8 @@ TEST_CASE("linear fast float path matches the double scalar twin", "[linear]") {
         hg::linear_backward(nullptr, dweight.data(), nullptr, dout.data(), inp.data(),
                             weight.data(), N, C, OC);
         auto inp_d = to_double(inp), weight_d = to_double(weight), dout_d = to_double(dout);
-        hg::twin::linear_backward<double>(nullptr, dw_d.data(), nullptr, dout_d.data(),
-                                           inp_d.data(), weight_d.data(), N, C, OC);
+        hg::linear_backward_twin<double>(nullptr, dw_d.data(), nullptr, dout_d.data(),
+                                         inp_d.data(), weight_d.data(), N, C, OC);
         CHECK(worst_ratio(dweight.data(), dw_d.data(), dweight.size(), 1e-6, 1e-6) <= 1.0);
     }
 }
@@ -153,10 +153,10 @@ TEST_CASE("cross-entropy fast float path matches the double scalar twin", "[cros
     auto dlogits_d = to_double(dlogits);
     double loss =
         hg::crossentropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), N, V);
-    double loss_d = hg::twin::crossentropy_forward(probs_d.data(), losses_d.data(),
-                                                   logits_d.data(), targets.data(), N, V);
+    double loss_d = hg::crossentropy_forward_twin(probs_d.data(), losses_d.data(),
+                                                  logits_d.data(), targets.data(), N, V);
     hg::crossentropy_backward(dlogits.data(), probs.data(), targets.data(), N, V, 0.37f);
-    hg::twin::crossentropy_backward(dlogits_d.data(), probs_d.data(), targets.data(), N, V, 0.37);
+    hg::crossentropy_backward_twin(dlogits_d.data(), probs_d.data(), targets.data(), N, V, 0.37);
     CHECK(loss == Approx(loss_d).epsilon(1e-6));
     CHECK(losses[7] == 0.0f);
     CHECK(worst_ratio(losses.data(), losses_d.data(), losses.size(), 1e-5, 1e-5) <= 1.0);
@@ -186,8 +186,8 @@ TEST_CASE("cross-entropy with logits of magnitude 1e4 gives finite loss and prob
     std::vector<double> probs_d(logits.size()), losses_d(N);
     double loss =
         hg::crossentropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), N, V);
-    double loss_d = hg::twin::crossentropy_forward(probs_d.data(), losses_d.data(),
-                                                   logits_d.data(), targets.data(), N, V);
+    double loss_d = hg::crossentropy_forward_twin(probs_d.data(), losses_d.data(),
+                                                  logits_d.data(), targets.data(), N, V);
     hg::crossentropy_backward(dlogits.data(), probs.data(), targets.data(), N, V, 1.0f);
     CHECK(std::isfinite(loss));
     CHECK(loss > 1e3);  // -log p of the least likely class, p ~ exp(-(max - min))

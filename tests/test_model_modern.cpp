@@ -241,7 +241,7 @@ TEST_CASE("modern block: contexts beyond block_size are refused; the encoder wit
     const std::vector<int> ids = {4, 0, 4, 2, 1, 3};
     std::vector<float> fast(B * T * C), slow(B * T * C);
     encoder_forward(fast.data(), ids.data(), wte.data(), nullptr, B, T, C, V);
-    twin::encoder_forward(slow.data(), ids.data(), wte.data(), static_cast<const float*>(nullptr), B, T, C, V);
+    encoder_forward_twin(slow.data(), ids.data(), wte.data(), static_cast<const float*>(nullptr), B, T, C, V);
     for (int bt = 0; bt < B * T; bt++) {
         INFO("row " << bt);
         CHECK(std::memcmp(&fast[bt * C], &wte[ids[bt] * C], C * sizeof(float)) == 0);

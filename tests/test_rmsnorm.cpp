@@ -64,12 +64,12 @@ struct RmsNormCase {
     const double* w() const { return gain ? weight.data() : nullptr; }
     double loss() {
         Vec out(inp.size()), rstd(N);
-        twin::rmsnorm_forward(out.data(), rstd.data(), inp.data(), w(), N, C);
+        rmsnorm_forward_twin(out.data(), rstd.data(), inp.data(), w(), N, C);
         return dot(r, out.data());
     }
     Vec rstd() {
         Vec out(inp.size()), s(N);
-        twin::rmsnorm_forward(out.data(), s.data(), inp.data(), w(), N, C);
+        rmsnorm_forward_twin(out.data(), s.data(), inp.data(), w(), N, C);
         return s;
     }
 };
@@ -81,9 +81,9 @@ Vec rmsnorm_backward_buggy(const RmsNormCase& k, const Vec& rstd, RmsBug bug) {
     Vec dinp(k.inp.size());
     if (bug == RmsBug::LayerNormBackward) {
         Vec zero_mean(k.N, 0.0), dw(k.C);
-        twin::layernorm_backward(dinp.data(), dw.data(), static_cast<double*>(nullptr), k.r.data(),
-                                 k.inp.data(), k.w() ? k.w() : Vec(k.C, 1.0).data(),
-                                 zero_mean.data(), rstd.data(), k.N, k.C);
+        layernorm_backward_twin(dinp.data(), dw.data(), static_cast<double*>(nullptr), k.r.data(),
+                                k.inp.data(), k.w() ? k.w() : Vec(k.C, 1.0).data(),
+                                zero_mean.data(), rstd.data(), k.N, k.C);
         return dinp;
     }
     for (int n = 0; n < k.N; n++)
@@ -101,7 +101,7 @@ struct QkNormCase {
     // out = qknorm(qkv), rstd
     std::pair<Vec, Vec> forward() const {
         Vec out = qkv, rstd(size_t(B) * T * 2 * NH);
-        twin::qknorm_forward(out.data(), rstd.data(), B, T, C, NH);
+        qknorm_forward_twin(out.data(), rstd.data(), B, T, C, NH);
         return {out, rstd};
     }
     double loss() const { return dot(r, forward().first.data()); }
@@ -120,8 +120,8 @@ TEST_CASE("RMSNorm backward matches finite differences (dinp, dweight), with and
                 RmsNormCase k(2 * 3, C, scale, 100 + C, gain);
                 const Vec rstd = k.rstd();
                 Vec dinp(k.inp.size()), dweight(C);
-                twin::rmsnorm_backward(dinp.data(), gain ? dweight.data() : nullptr, k.r.data(),
-                                       k.inp.data(), k.w(), rstd.data(), k.N, C);
+                rmsnorm_backward_twin(dinp.data(), gain ? dweight.data() : nullptr, k.r.data(),
+                                      k.inp.data(), k.w(), rstd.data(), k.N, C);
                 auto loss = [&] { return k.loss(); };
                 check_grad("dinp", k.inp, dinp, loss, scale);
                 if (gain) check_grad("dweight", k.weight, dweight, loss);
@@ -146,11 +146,11 @@ TEST_CASE("RMSNorm forward: unit RMS without gain, scale invariance, the gain pe
     const Vec x = randn(size_t(N) * C, 3, 2.0), w = randn(C, 4);
     Vec out(x.size()), rstd(N), out2(x.size()), rstd2(N), outw(x.size());
     const double* no_gain = nullptr;
-    twin::rmsnorm_forward(out.data(), rstd.data(), x.data(), no_gain, N, C);
+    rmsnorm_forward_twin(out.data(), rstd.data(), x.data(), no_gain, N, C);
     Vec x10 = x;
     for (auto& v : x10) v *= 10;
-    twin::rmsnorm_forward(out2.data(), rstd2.data(), x10.data(), no_gain, N, C);
-    twin::rmsnorm_forward(outw.data(), rstd.data(), x.data(), w.data(), N, C);
+    rmsnorm_forward_twin(out2.data(), rstd2.data(), x10.data(), no_gain, N, C);
+    rmsnorm_forward_twin(outw.data(), rstd.data(), x.data(), w.data(), N, C);
     for (int n = 0; n < N; n++) {
         double ms = 0, sq = 0;
         for (int c = 0; c < C; c++) {
@@ -177,7 +177,7 @@ TEST_CASE("QK-norm backward matches finite differences (dqkv, v included), per h
             QkNormCase k(s.B, s.T, s.C, s.NH, scale, 200 + s.C);
             auto [out, rstd] = k.forward();
             Vec dqkv = k.r;
-            twin::qknorm_backward(dqkv.data(), out.data(), rstd.data(), s.B, s.T, s.C, s.NH);
+            qknorm_backward_twin(dqkv.data(), out.data(), rstd.data(), s.B, s.T, s.C, s.NH);
             check_grad("dqkv", k.qkv, dqkv, [&] { return k.loss(); }, scale);
         }
 }
@@ -194,7 +194,7 @@ TEST_CASE("QK-norm: the checker rejects a backward that takes rstd as a constant
                 constant_rstd[bt * 3 * C + j * (C / NH) + i] *= rstd[bt * 2 * NH + j];
     check_grad_fails("dqkv, rstd constant", k.qkv, constant_rstd, [&] { return k.loss(); });
     Vec from_input = k.r;
-    twin::qknorm_backward(from_input.data(), k.qkv.data(), rstd.data(), B, T, C, NH);
+    qknorm_backward_twin(from_input.data(), k.qkv.data(), rstd.data(), B, T, C, NH);
     check_grad_fails("dqkv, x in place of y", k.qkv, from_input, [&] { return k.loss(); });
 }
 
@@ -231,12 +231,12 @@ TEST_CASE("RMSNorm kernels match the float twin on every SIMD target", "[simd][l
                 const float* wp = gain ? w.data() : nullptr;
                 Floats out(n), rstd(N), ref(n), rrstd(N);
                 rmsnorm_forward(out.data(), rstd.data(), x.data(), wp, N, C);
-                twin::rmsnorm_forward(ref.data(), rrstd.data(), x.data(), wp, N, C);
+                rmsnorm_forward_twin(ref.data(), rrstd.data(), x.data(), wp, N, C);
                 Floats dinp = dinp0, dw = dw0, rdinp = dinp0, rdw = dw0;  // both add
                 rmsnorm_backward(dinp.data(), gain ? dw.data() : nullptr, dout.data(), x.data(), wp,
                                  rstd.data(), N, C);
-                twin::rmsnorm_backward(rdinp.data(), gain ? rdw.data() : nullptr, dout.data(),
-                                       x.data(), wp, rrstd.data(), N, C);
+                rmsnorm_backward_twin(rdinp.data(), gain ? rdw.data() : nullptr, dout.data(),
+                                      x.data(), wp, rrstd.data(), N, C);
                 const double dscale = dinp_scale(dout, gain ? &w : nullptr, rstd, N, C);
                 const double e_out = scaled_error(out, ref), e_rstd = scaled_error(rstd, rrstd),
                              e_dinp = scaled_error(dinp, rdinp, dscale), e_dw = scaled_error(dw, rdw);
@@ -259,10 +259,10 @@ TEST_CASE("QK-norm kernels match the float twin on every SIMD target", "[simd][l
                          dqkv0 = randn<float>(qkv0.size(), 42 + hs);
             Floats qkv = qkv0, ref = qkv0, rstd(size_t(B) * T * 2 * NH), rrstd(rstd.size());
             qknorm_forward(qkv.data(), rstd.data(), B, T, C, NH);
-            twin::qknorm_forward(ref.data(), rrstd.data(), B, T, C, NH);
+            qknorm_forward_twin(ref.data(), rrstd.data(), B, T, C, NH);
             Floats dqkv = dqkv0, rdqkv = dqkv0;
             qknorm_backward(dqkv.data(), qkv.data(), rstd.data(), B, T, C, NH);
-            twin::qknorm_backward(rdqkv.data(), ref.data(), rrstd.data(), B, T, C, NH);
+            qknorm_backward_twin(rdqkv.data(), ref.data(), rrstd.data(), B, T, C, NH);
             const double e_out = scaled_error(qkv, ref), e_rstd = scaled_error(rstd, rrstd),
                          e_d = scaled_error(dqkv, rdqkv, max_abs(rstd) * max_abs(dqkv0));
             INFO("scaled errors: out " << e_out << " rstd " << e_rstd << " dqkv " << e_d);
@@ -290,9 +290,9 @@ TEST_CASE("RMSNorm and QK-norm fast paths match the double twin at threaded size
             const Vec X = to_double(x), W = to_double(w), DO = to_double(dout);
             Vec ref(n), rrstd(N), rdinp(n, 0.0), rdw(C, 0.0);
             const double* Wp = gain ? W.data() : nullptr;
-            twin::rmsnorm_forward(ref.data(), rrstd.data(), X.data(), Wp, N, C);
-            twin::rmsnorm_backward(rdinp.data(), gain ? rdw.data() : nullptr, DO.data(), X.data(),
-                                   gain ? W.data() : nullptr, rrstd.data(), N, C);
+            rmsnorm_forward_twin(ref.data(), rrstd.data(), X.data(), Wp, N, C);
+            rmsnorm_backward_twin(rdinp.data(), gain ? rdw.data() : nullptr, DO.data(), X.data(),
+                                  gain ? W.data() : nullptr, rrstd.data(), N, C);
             const double e_out = scaled_error(out, ref), e_rstd = scaled_error(rstd, rrstd),
                          e_dinp = scaled_error(dinp, rdinp,
                                                dinp_scale(dout, gain ? &w : nullptr, rstd, N, C)),
@@ -313,8 +313,8 @@ TEST_CASE("RMSNorm and QK-norm fast paths match the double twin at threaded size
         qknorm_forward(qkv.data(), rstd.data(), B, T, C, NH);
         qknorm_backward(dqkv.data(), qkv.data(), rstd.data(), B, T, C, NH);
         Vec ref = to_double(qkv0), rrstd(rstd.size()), rd = to_double(dqkv0);
-        twin::qknorm_forward(ref.data(), rrstd.data(), B, T, C, NH);
-        twin::qknorm_backward(rd.data(), ref.data(), rrstd.data(), B, T, C, NH);
+        qknorm_forward_twin(ref.data(), rrstd.data(), B, T, C, NH);
+        qknorm_backward_twin(rd.data(), ref.data(), rrstd.data(), B, T, C, NH);
         const double e_out = scaled_error(qkv, ref), e_rstd = scaled_error(rstd, rrstd),
                      e_d = scaled_error(dqkv, rd, max_abs(rstd) * max_abs(dqkv0));
         INFO("scaled errors: out " << e_out << " rstd " << e_rstd << " dqkv " << e_d);
@@ -373,12 +373,12 @@ TEST_CASE("RMSNorm backward adds into dinp and dweight; QK-norm's overwrites q, 
     Floats qkv = randn<float>(size_t(B) * T * 3 * Cq, 77), ref = qkv;
     Floats qrstd(size_t(B) * T * 2 * NH, NAN), rrstd(qrstd.size());
     qknorm_forward(qkv.data(), qrstd.data(), B, T, Cq, NH);
-    twin::qknorm_forward(ref.data(), rrstd.data(), B, T, Cq, NH);
+    qknorm_forward_twin(ref.data(), rrstd.data(), B, T, Cq, NH);
     CHECK(scaled_error(qkv, ref) <= kVsFloatTwin);
     const Floats d0 = randn<float>(qkv.size(), 78);
     Floats d = d0, rd = d0;
     qknorm_backward(d.data(), qkv.data(), qrstd.data(), B, T, Cq, NH);
-    twin::qknorm_backward(rd.data(), ref.data(), rrstd.data(), B, T, Cq, NH);
+    qknorm_backward_twin(rd.data(), ref.data(), rrstd.data(), B, T, Cq, NH);
     CHECK(scaled_error(d, rd, max_abs(qrstd) * max_abs(d0)) <= kVsFloatTwin);
     for (size_t bt = 0; bt < size_t(B) * T; bt++)
         for (int c = 2 * Cq; c < 3 * Cq; c++) REQUIRE(d[bt * 3 * Cq + c] == d0[bt * 3 * Cq + c]);
@@ -393,10 +393,10 @@ TEST_CASE("RMSNorm and QK-norm: bad sizes are hg::Error", "[layers][rmsnorm][qkn
     CHECK_THROWS_AS(rmsnorm_backward(p, c.data(), q, q, q, q, -1, 4), hg::Error);
     CHECK_THROWS_WITH(rmsnorm_backward(p, c.data(), q, q, nullptr, q, 2, 4),
                       Catch::Contains("dweight given for a norm without gain"));
-    CHECK_THROWS_AS(twin::rmsnorm_forward(p, c.data(), q, q, 0, 4), hg::Error);
+    CHECK_THROWS_AS(rmsnorm_forward_twin(p, c.data(), q, q, 0, 4), hg::Error);
     CHECK_THROWS_WITH(qknorm_forward(p, c.data(), 1, 2, 6, 4),
                       Catch::Contains("divisible by n_head"));
     CHECK_THROWS_AS(qknorm_forward(p, c.data(), 0, 2, 4, 2), hg::Error);
     CHECK_THROWS_AS(qknorm_backward(p, q, q, 1, 2, 4, 0), hg::Error);
-    CHECK_THROWS_AS(twin::qknorm_backward(p, q, q, 0, 2, 4, 2), hg::Error);
+    CHECK_THROWS_AS(qknorm_backward_twin(p, q, q, 0, 2, 4, 2), hg::Error);
 }

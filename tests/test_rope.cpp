@@ -50,12 +50,12 @@ struct RopeCase {
           qkv(randn(size_t(B_) * T_ * 3 * C_, seed, scale)), r(randn(qkv.size(), seed + 1)) {}
     Vec rotated() const {
         Vec out = qkv;
-        twin::rope_forward(out.data(), tab.cos.data(), tab.sin.data(), B, T, C, NH);
+        rope_forward_twin(out.data(), tab.cos.data(), tab.sin.data(), B, T, C, NH);
         return out;
     }
     double loss() const { return dot(r, rotated().data()); }
     Vec backward(Vec d) const {
-        twin::rope_backward(d.data(), tab.cos.data(), tab.sin.data(), B, T, C, NH);
+        rope_backward_twin(d.data(), tab.cos.data(), tab.sin.data(), B, T, C, NH);
         return d;
     }
 };
@@ -124,7 +124,7 @@ TEST_CASE("RoPE: the checker rejects the rotation in place of its transpose, and
           "pairing", "[gradcheck][layers][rope]") {
     RopeCase k(2, 3, 8, 2, 10.0, 1.0, 17);
     Vec same_sign = k.r;  // dx = R dy instead of Rᵀ dy
-    twin::rope_forward(same_sign.data(), k.tab.cos.data(), k.tab.sin.data(), k.B, k.T, k.C, k.NH);
+    rope_forward_twin(same_sign.data(), k.tab.cos.data(), k.tab.sin.data(), k.B, k.T, k.C, k.NH);
     check_grad_fails("dqkv, R instead of Rᵀ", k.qkv, same_sign, [&] { return k.loss(); });
     Vec interleaved = k.r;  // the transpose, but of the (2i, 2i+1) pairing
     rope_interleaved(interleaved, k.tab, k.B, k.T, k.C, k.NH, -1.0);
@@ -141,10 +141,10 @@ TEST_CASE("RoPE then QK-norm then attention: the chain's gradient, in the block'
         Vec rstd(size_t(B) * T * 2 * NH), att(n_att), scratch(n_att), out(size_t(B) * T * C);
         const Vec r_out = randn(out.size(), 401);
         auto forward = [&](Vec& qkv) {  // qkv ← qknorm(rope(qkv)), then attention
-            twin::rope_forward(qkv.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
-            twin::qknorm_forward(qkv.data(), rstd.data(), B, T, C, NH);
-            twin::attention_forward(out.data(), att.data(), scratch.data(), qkv.data(), B, T, C, NH,
-                                    Dropout{});
+            rope_forward_twin(qkv.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
+            qknorm_forward_twin(qkv.data(), rstd.data(), B, T, C, NH);
+            attention_forward_twin(out.data(), att.data(), scratch.data(), qkv.data(), B, T, C, NH,
+                                   Dropout{});
         };
         auto loss = [&] {
             Vec qkv = k.qkv;
@@ -154,15 +154,15 @@ TEST_CASE("RoPE then QK-norm then attention: the chain's gradient, in the block'
         Vec qkv = k.qkv;
         forward(qkv);  // qkv now holds the normalised, rotated q, k: what attention read
         Vec dqkv(qkv.size());
-        twin::attention_backward(dqkv.data(), scratch.data(), r_out.data(), qkv.data(), att.data(),
-                                 B, T, C, NH, Dropout{});
+        attention_backward_twin(dqkv.data(), scratch.data(), r_out.data(), qkv.data(), att.data(),
+                                B, T, C, NH, Dropout{});
         Vec wrong_order = dqkv;
-        twin::qknorm_backward(dqkv.data(), qkv.data(), rstd.data(), B, T, C, NH);
-        twin::rope_backward(dqkv.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
+        qknorm_backward_twin(dqkv.data(), qkv.data(), rstd.data(), B, T, C, NH);
+        rope_backward_twin(dqkv.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
         check_grad("dqkv through attention, QK-norm, RoPE", k.qkv, dqkv, loss, scale);
         // planted bug: un-rotating first hands the norm's backward a gradient in the other frame
-        twin::rope_backward(wrong_order.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
-        twin::qknorm_backward(wrong_order.data(), qkv.data(), rstd.data(), B, T, C, NH);
+        rope_backward_twin(wrong_order.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
+        qknorm_backward_twin(wrong_order.data(), qkv.data(), rstd.data(), B, T, C, NH);
         check_grad_fails("dqkv, backwards in the wrong order", k.qkv, wrong_order, loss, scale);
     }
 }
@@ -202,10 +202,10 @@ TEST_CASE("RoPE keeps each head's norm, scores depend on t - s only, and rotatin
     CHECK(std::fabs(score(3, 0, 0) - score(1, 0, 0)) > 1e-3);  // and it does depend on t - s
 
     Vec norm_then_rope = k.qkv, rope_then_norm = k.qkv, rstd(size_t(B) * T * 2 * NH);
-    twin::qknorm_forward(norm_then_rope.data(), rstd.data(), B, T, C, NH);
-    twin::rope_forward(norm_then_rope.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
-    twin::rope_forward(rope_then_norm.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
-    twin::qknorm_forward(rope_then_norm.data(), rstd.data(), B, T, C, NH);
+    qknorm_forward_twin(norm_then_rope.data(), rstd.data(), B, T, C, NH);
+    rope_forward_twin(norm_then_rope.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
+    rope_forward_twin(rope_then_norm.data(), k.tab.cos.data(), k.tab.sin.data(), B, T, C, NH);
+    qknorm_forward_twin(rope_then_norm.data(), rstd.data(), B, T, C, NH);
     for (size_t i = 0; i < k.qkv.size(); i++)
         CHECK(rope_then_norm[i] == Approx(norm_then_rope[i]).margin(1e-14));
 }
@@ -223,10 +223,10 @@ TEST_CASE("RoPE kernels are bit-identical to the float twin on every SIMD target
             const Floats qkv0 = randn<float>(size_t(B) * T * 3 * C, 600 + h);
             Floats fast = qkv0, twin = qkv0;
             rope_forward(fast.data(), cos.data(), sin.data(), B, T, C, NH);
-            twin::rope_forward(twin.data(), cos.data(), sin.data(), B, T, C, NH);
+            rope_forward_twin(twin.data(), cos.data(), sin.data(), B, T, C, NH);
             CHECK(mismatches(fast, twin) == 0);
             rope_backward(fast.data(), cos.data(), sin.data(), B, T, C, NH);
-            twin::rope_backward(twin.data(), cos.data(), sin.data(), B, T, C, NH);
+            rope_backward_twin(twin.data(), cos.data(), sin.data(), B, T, C, NH);
             CHECK(mismatches(fast, twin) == 0);
         }
     });
@@ -242,7 +242,7 @@ TEST_CASE("RoPE fast path: within float rounding of the double twin, the same bi
     rope_forward(fast.data(), cos.data(), sin.data(), B, T, C, NH);
     const Table tab(T, hs, kRopeBase);
     Vec ref = to_double(qkv0);
-    twin::rope_forward(ref.data(), tab.cos.data(), tab.sin.data(), B, T, C, NH);
+    rope_forward_twin(ref.data(), tab.cos.data(), tab.sin.data(), B, T, C, NH);
     // each output is two products and a sum of numbers of size |x|: a few float roundings
     const double e = scaled_error(fast, ref);
     INFO("scaled error vs double " << e);
@@ -280,7 +280,7 @@ TEST_CASE("RoPE: bad sizes and bases are hg::Error", "[layers][rope]") {
                       Catch::Contains("divisible by n_head"));
     CHECK_THROWS_AS(rope_forward(a.data(), c.data(), s.data(), 0, 2, 8, 2), hg::Error);
     CHECK_THROWS_AS(rope_backward(a.data(), c.data(), s.data(), 1, -1, 8, 2), hg::Error);
-    CHECK_THROWS_AS(twin::rope_forward(a.data(), c.data(), s.data(), 1, 2, 10, 2), hg::Error);
+    CHECK_THROWS_AS(rope_forward_twin(a.data(), c.data(), s.data(), 1, 2, 10, 2), hg::Error);
     CHECK_THROWS_WITH(rope_table(c.data(), s.data(), 4, 5, kRopeBase), Catch::Contains("hs = 5"));
     CHECK_THROWS_AS(rope_table(c.data(), s.data(), 0, 4, kRopeBase), hg::Error);
     CHECK_THROWS_WITH(rope_table(c.data(), s.data(), 4, 4, 1.0), Catch::Contains("base"));

@@ -38,31 +38,25 @@ struct Profile {
     void clear() { seconds = {}; }
 };
 
-// Times the calls of one pass into a Profile, when one is attached:
-//   const Timed timed{model.profile, backward};
-//   timed(Work::Gelu, [&] { gelu_forward(...); });
-// runs the call and returns what it returns; the time since the previous tick goes to Other,
-// the call's own time to Work::Gelu.
+// Charges one layer call to its kind of work, when a Profile is attached: made just before the
+// call (the time since the previous tick goes to Other), it charges the call's own time to `kind`
+// when it goes out of scope. lib/model/gpt_layers.h opens one in each layer call of the passes:
+//   const Timed timed(model.profile, Work::Gelu, backward);
+//   gelu_forward(...);
 struct Timed {
-    Profile* profile;
-    bool backward;
-
-    template <typename F>
-    auto operator()(Work kind, F&& call) const {
+    Timed(Profile* p, Work k, bool b) : profile(p), kind(k), backward(b) {
         if (profile) profile->tick(Work::Other, backward);
-        const Charge charge{profile, kind, backward};  // ticks when the call returns
-        return call();
     }
+    ~Timed() {
+        if (profile) profile->tick(kind, backward);
+    }
+    Timed(const Timed&) = delete;
+    Timed& operator=(const Timed&) = delete;
 
 private:
-    struct Charge {
-        Profile* profile;
-        Work kind;
-        bool backward;
-        ~Charge() {
-            if (profile) profile->tick(kind, backward);
-        }
-    };
+    Profile* profile;
+    Work kind;
+    bool backward;
 };
 
 }  // namespace hg

@@ -1,6 +1,7 @@
 // attention_kernels.cpp — Highway implementations of attention_kernels.h, compiled for every
-// target by foreach_target.h. The steps follow twin::attention_forward/backward
-// (lib/layers/attention.h), whose derivation numbers the backward's steps 1–4.
+// target by foreach_target.h. The math is attention_forward_twin / attention_backward_twin's
+// (lib/layers/attention.h), whose derivation numbers the backward's steps 1–4; the backward here
+// does them in another order, mapped at the top of AttentionHeadBackward.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels/attention_kernels.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
@@ -24,9 +25,9 @@ using V = hn::Vec<D>;
 
 constexpr int kKeys = 64;  // keys per transposed tile (four vectors of at most 16 lanes)
 
-// S[t·T + s] = scale · a_t · b_s for every t in [0, T) and s in [0, t], where a_t = a + t·lda
-// and b_s = b + s·ldb are hs long. Entries s in (t, T) of a row may be written too (whole
-// vectors); nothing at s >= T is.
+// S (T, T), row stride T: S[t·T + s] = scale · a_t · b_s for every t in [0, T) and s in [0, t],
+// where a (T, hs) has row stride lda and b (T, hs) row stride ldb (a_t = a + t·lda, b_s = b +
+// s·ldb). Entries s in (t, T) of a row may be written too (whole vectors); nothing at s >= T is.
 void CausalRowDots(float* S, const float* a, size_t lda, const float* b, size_t ldb, int T, int hs,
                    float scale) {
     const D d;
@@ -68,8 +69,10 @@ void CausalRowDots(float* S, const float* a, size_t lda, const float* b, size_t 
     }
 }
 
-// y = scale · Σ_{j = j0}^{j1 - 1} w[j·ws] · x_j, with x_j = x + j·ldx, hs long (y written). hs is
-// a multiple of the vector length (attention_fused_fits).
+// y (hs) = scale · Σ_{j = j0}^{j1 - 1} w[j·ws] · x_j (written): a sum of rows x_j = x + j·ldx of
+// x (j1, hs), weighted by entries j·ws of w. With ws = 1 the weights are a row of a (T, T)
+// matrix (y = row · x: P·v, dS·k); with ws = T they are a column (y = columnᵀ · x: Pᵀ·dout,
+// dSᵀ·q, read with stride T). hs is a multiple of the vector length (attention_fused_fits).
 void WeightedRows(float* y, const float* w, size_t ws, const float* x, size_t ldx, int j0, int j1,
                   int hs, float scale) {
     const D d;
@@ -99,13 +102,15 @@ void WeightedRows(float* y, const float* w, size_t ws, const float* x, size_t ld
     }
 }
 
-// P_t = att_t with dropout applied, s ≤ t: att_t itself without dropout, else into `dropped`.
+// P_t (t + 1) = att_t (t + 1) with dropout applied: att_t itself without dropout, else written
+// into `dropped` (t + 1) and returned.
 const float* DroppedRow(float* dropped, const float* att_t, int t, Dropout drop, size_t row) {
     if (!drop.active()) return att_t;
     dropout_apply_kernel(dropped, att_t, size_t(t) + 1, drop, row);
     return dropped;
 }
 
+// out (T, hs) with row stride ldo; att (T, T); q, k, v (T, hs) with row stride ld.
 void AttentionHeadForward(float* out, size_t ldo, float* att, const float* q, const float* k,
                           const float* v, size_t ld, int T, int hs, Dropout drop, size_t drop_base) {
     HWY_ALIGN float dropped[kFusedMaxT];
@@ -121,13 +126,25 @@ void AttentionHeadForward(float* out, size_t ldo, float* att, const float* q, co
     }
 }
 
+// One head's backward: dq, dk, dv (T, hs) with row stride ld, written; dS (T, T) working space;
+// dout (T, hs) with row stride ldo; q, k, v (T, hs) with row stride ld; att (T, T) from the
+// forward. The derivation's steps (attention.h, above attention_backward_twin), in the order that
+// makes each step one pass over a (T, T) matrix held in L1:
+//   step 1, dv    dv_s = Σ_{t ≥ s} P[t,s] · dout_t, first: column s of P as the weights (with
+//                 dropout, P is formed in dS, which dP then overwrites)
+//   step 1, dP    dS[t,s] = dout_t · v_s for s ≤ t: the row dots of the scores, on dout and v
+//   per row t     step 2 (dA = dP · m / (1 − p)), step 3 (dS = the softmax's backward on att's
+//                 row t), and step 4's dq_t = Σ_{s ≤ t} dS[t,s] · k_s / √hs, row t of dS as weights
+//   step 4, dk    dk_s = Σ_{t ≥ s} dS[t,s] · q_t / √hs, last, once every row of dS is final: a
+//                 strided loop down column s of dS
+// Each sum runs in a fixed order (t ascending), so the bits do not depend on the thread count.
 void AttentionHeadBackward(float* dq, float* dk, float* dv, float* dS, const float* dout,
                            size_t ldo, const float* q, const float* k, const float* v,
                            const float* att, size_t ld, int T, int hs, Dropout drop,
                            size_t drop_base) {
     const float scale = 1.0f / std::sqrt(float(hs));
-    // step 1: dv_s = Σ_{t ≥ s} P[t,s] · dout_t, column s of P as the weights (P = att without
-    // dropout; with it, P's rows go into dS first, which step 1's dP then overwrites)
+    // step 1, dv: dv_s (hs) = Σ_{t ≥ s} P[t,s] · dout_t, column s of P (T, T) as the weights
+    // (P = att without dropout; with it, P's rows go into dS first, which dP then overwrites)
     const float* P = att;
     if (drop.active()) {
         for (int t = 0; t < T; t++)
@@ -135,17 +152,17 @@ void AttentionHeadBackward(float* dq, float* dk, float* dv, float* dS, const flo
         P = dS;
     }
     for (int s = 0; s < T; s++) WeightedRows(dv + size_t(s) * ld, P + s, T, dout, ldo, s, T, hs, 1.0f);
-    // step 1: dP[t,s] = dout_t · v_s, s ≤ t
+    // step 1, dP: dS (T, T) = dP[t,s] = dout_t · v_s, s ≤ t
     CausalRowDots(dS, dout, ldo, v, ld, T, hs, 1.0f);
     for (int t = 0; t < T; t++) {
         float* dS_t = dS + size_t(t) * T;
         const size_t row = drop_base + size_t(t) * T;
         if (drop.active()) dropout_apply_kernel(dS_t, dS_t, size_t(t) + 1, drop, row);  // step 2: dA = dP · m / (1 - p)
         softmax_backward_row(dS_t, att + size_t(t) * T, dS_t, size_t(t) + 1);  // step 3
-        // step 4: dq_t = Σ_{s ≤ t} dS[t,s] · k_s / √hs
+        // step 4, dq: dq_t (hs) = Σ_{s ≤ t} dS[t,s] · k_s / √hs, row t of dS as the weights
         WeightedRows(dq + size_t(t) * ld, dS_t, 1, k, ld, 0, t + 1, hs, scale);
     }
-    // step 4: dk_s = Σ_{t ≥ s} dS[t,s] · q_t / √hs
+    // step 4, dk: dk_s (hs) = Σ_{t ≥ s} dS[t,s] · q_t / √hs, column s of dS (stride T) as the weights
     for (int s = 0; s < T; s++) WeightedRows(dk + size_t(s) * ld, dS + s, T, q, ld, s, T, hs, scale);
 }
 

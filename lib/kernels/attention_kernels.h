@@ -1,8 +1,10 @@
 // attention_kernels.h — one (b, h) of causal attention, forward and backward, without sgemm:
 // Highway kernels (dynamic dispatch; see simd.h) that keep a head's work in L1. The scalar twin
-// and the derivation are twin::attention_forward / twin::attention_backward in
-// lib/layers/attention.h; lib/layers/attention.cpp runs these per (b, h) for the shapes
-// attention_fused_fits accepts.
+// and the derivation are attention_forward_twin / attention_backward_twin in
+// lib/layers/attention.h; attention_forward_fused / attention_backward_fused
+// (lib/layers/attention.cpp) run these per (b, h), and the float layer runs those where
+// attention_uses_fused says (the course model's shape). The backward's steps are mapped to the
+// derivation's at the top of AttentionHeadBackward (attention_kernels.cpp).
 //
 // One head: q, k, v are (T, hs) with row stride ld (slices of the fused (B, T, 3C) qkv), out
 // and dout (T, hs) with row stride ldo, att and dS (T, T) with row stride T. Dropout entry

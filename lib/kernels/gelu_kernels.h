@@ -1,5 +1,5 @@
 // gelu_kernels.h — Highway kernels for GELU, both forms (dynamic dispatch; see simd.h).
-// Scalar twins: twin::gelu_forward / twin::gelu_backward in lib/layers/gelu.h.
+// Scalar twins: gelu_forward_twin / gelu_backward_twin in lib/layers/gelu.h.
 // lib/layers/gelu.cpp splits long arrays over threads and picks the form.
 #pragma once
 #include <cstddef>

@@ -1,5 +1,5 @@
 // layernorm_kernels.h — Highway kernels for LayerNorm (dynamic dispatch; see simd.h).
-// The scalar twins are twin::layernorm_forward / twin::layernorm_backward in
+// The scalar twins are layernorm_forward_twin / layernorm_backward_twin in
 // lib/layers/layernorm.h; lib/layers/layernorm.cpp splits the work over threads.
 #pragma once
 #include <cstddef>

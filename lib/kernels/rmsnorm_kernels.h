@@ -1,6 +1,6 @@
 // rmsnorm_kernels.h — Highway kernels for RMSNorm and QK-norm (dynamic dispatch; see simd.h).
-// The scalar twins are twin::rmsnorm_forward / twin::rmsnorm_backward in
-// lib/layers/rmsnorm.h and twin::qknorm_* in lib/layers/qknorm.h; the layers' .cpp files
+// The scalar twins are rmsnorm_forward_twin / rmsnorm_backward_twin in
+// lib/layers/rmsnorm.h and qknorm_*_twin in lib/layers/qknorm.h; the layers' .cpp files
 // split the work over threads. The parameter gradient is layernorm_backward_params with
 // mean = null (lib/kernels/layernorm_kernels.h).
 #pragma once

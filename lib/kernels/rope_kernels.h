@@ -1,5 +1,5 @@
 // rope_kernels.h — Highway kernels for rotary position embeddings (dynamic dispatch; see
-// simd.h). The scalar twins are twin::rope_forward / twin::rope_backward in
+// simd.h). The scalar twins are rope_forward_twin / rope_backward_twin in
 // lib/layers/rope.h; lib/layers/rope.cpp splits the positions over threads.
 //
 // Plain multiplies and adds, no fused multiply-add, in the same order as the twin: the result

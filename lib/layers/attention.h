@@ -13,6 +13,18 @@
 // index of the probability in att, so the backward recomputes it. qkv is kept by the caller.
 //
 // Sizes must be positive and C divisible by NH (hg::Error otherwise).
+//
+// Which function runs. The derivation is above attention_backward_twin (below), the scalar
+// twin, whose loops follow it step by step. attention_forward / attention_backward are the float
+// fast path; each picks one of two ways by shape (attention_uses_fused, attention.cpp):
+//   fused   small heads on short rows (hs ≤ 32, T ≤ 64: the course model): one Highway kernel
+//           per (b, h), attention_head_forward / attention_head_backward
+//           (lib/kernels/attention_kernels.cpp), the derivation's steps in another order, mapped
+//           at the top of AttentionHeadBackward;
+//   sgemm   every other shape (the baby GPT's T = 256): products on blocks of 64 query rows,
+//           attention_forward_sgemm / attention_backward_sgemm (attention.cpp), commented with
+//           the same step numbers.
+// A model in bf16 runs attention_forward_bf16 / attention_backward_bf16 instead (attention_bf16.cpp).
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -34,54 +46,39 @@ void attention_forward(float* out, float* att, float* scratch, const float* qkv,
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, Dropout drop);
 
-// The two fast paths, with the same contract; attention_forward/backward run the fused one
-// where attention_uses_fused(T, hs) says so, else the sgemm one (attention.cpp).
+// The two ways, with the same contract. attention_forward/backward run the fused one where
+// attention_uses_fused(T, hs), else the sgemm one.
 bool attention_uses_fused(int T, int hs);
-void attention_forward_sgemm(float* out, float* att, float* scratch, const float* qkv, int B, int T,
-                             int C, int NH, Dropout drop);
-void attention_backward_sgemm(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                              const float* att, int B, int T, int C, int NH, Dropout drop);
 // hg::Error unless attention_fused_fits(T, C/NH) (lib/kernels/attention_kernels.h).
 void attention_forward_fused(float* out, float* att, float* scratch, const float* qkv, int B, int T,
                              int C, int NH, Dropout drop);
 void attention_backward_fused(float* dqkv, float* scratch, const float* dout, const float* qkv,
                               const float* att, int B, int T, int C, int NH, Dropout drop);
+void attention_forward_sgemm(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                             int C, int NH, Dropout drop);
+void attention_backward_sgemm(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH, Dropout drop);
 
 // Mixed precision (the model's dtype bfloat16): the sgemm path with its six products on bf16
-// inputs, sums and outputs in float (lib/kernels/matmul_bf16.h). The same contract as the float
-// pair: out, att and dqkv written (=), nothing added to; the same scratch. out16 (B·T, C) and
-// dqkv16 (B·T, 3C), when not null, also get out and dqkv rounded to bf16, for the next product
-// (lib/layers/linear.h): each head's part as soon as it is final, while it is in cache.
-//   rounded to bf16   q, k and v (once per pass, for every head and row block), P = dropout(att)
-//                     for out = P·v and for dv += Pᵀ·dout, dout, and dS for dq = dS·k and
-//                     dk += dSᵀ·q;
-//   kept in float     the scores and the softmax, att (the stored probabilities, which the
-//                     backward's Jacobian reads and P is formed from again), dP and the
-//                     softmax's backward. The scores leave the product in float: e^(s+δ) =
-//                     e^s·(1 + δ + …), so an absolute error δ in a score is a relative error δ in
-//                     its probability, and rounding a score of size |s| to bf16 would add δ up to
-//                     2⁻⁹·|s| on top of the inputs' rounding (1.6 % of a probability at |s| = 8).
-//                     The softmax's backward subtracts Σ_s A·dA from dA, a difference of
-//                     near-equal numbers wherever a row's gradient is nearly uniform, so dP
-//                     reaches it in float and only its result dS is rounded.
-// The bound this gives on out and dqkv, entry by entry, is derived in tests/test_attention_bf16.cpp.
-// scratch16: attention_bf16_scratch(B, T, C, NH) bf16 numbers of working space. They run at
-// every shape, also where the float path would take the fused kernels (attention.cpp: measured
-// faster there too).
+// inputs, sums and outputs in float (lib/kernels/matmul_bf16.h; attention_bf16.cpp says what is
+// rounded and what stays float). The same contract as the float pair: out, att and dqkv written
+// (=), nothing added to; the same scratch. out16 (B·T, C) and dqkv16 (B·T, 3C), when not null,
+// also get out and dqkv rounded to bf16, for the next product (lib/layers/linear.h): each head's
+// part as soon as it is final, while it is in cache. scratch16: attention_bf16_scratch(B, T, C,
+// NH) bf16 numbers of working space. They run at every shape, also where the float path would
+// take the fused kernels (faster there too: docs/performance.md).
 size_t attention_bf16_scratch(int B, int T, int C, int NH);
 void attention_forward_bf16(float* out, bf16* out16, float* att, float* scratch, bf16* scratch16, const float* qkv,
                             int B, int T, int C, int NH, Dropout drop);
 void attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, bf16* scratch16, const float* dout,
                              const float* qkv, const float* att, int B, int T, int C, int NH, Dropout drop);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void attention_forward(real* out, real* att, real* scratch, const real* qkv, int B, int T, int C,
-                       int NH, Dropout drop);
+void attention_forward_twin(real* out, real* att, real* scratch, const real* qkv, int B, int T, int C,
+                            int NH, Dropout drop);
 template <typename real>
-void attention_backward(real* dqkv, real* scratch, const real* dout, const real* qkv,
-                        const real* att, int B, int T, int C, int NH, Dropout drop);
-}  // namespace twin
+void attention_backward_twin(real* dqkv, real* scratch, const real* dout, const real* qkv,
+                             const real* att, int B, int T, int C, int NH, Dropout drop);
 
 // The checks every attention entry point makes (hg::Error naming the bad value). scratch may be
 // null only in a forward without dropout.
@@ -104,13 +101,11 @@ real attention_dropout_factor(Dropout drop, size_t i) {
 }
 
 // ---- scalar twins (plain loops, any number type; the gradient checks run them in double) ----
-// They loop over (b, h, t) and touch only s ≤ t; the fast path (attention.cpp) does the same
-// math as sgemm calls on blocks of rows.
+// They loop over (b, h, t) and touch only s ≤ t.
 
-namespace twin {
 template <typename real>
-void attention_forward(real* out, real* att, real* scratch, const real* qkv, int B, int T, int C,
-                       int NH, Dropout drop) {
+void attention_forward_twin(real* out, real* att, real* scratch, const real* qkv, int B, int T, int C,
+                            int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, false);
     const int hs = C / NH;
     const size_t C3 = 3 * (size_t)C;
@@ -149,8 +144,8 @@ void attention_forward(real* out, real* att, real* scratch, const real* qkv, int
             }
 }
 
-// The derivation (the fast attention_backward in attention.cpp does the same steps as sgemm
-// calls and softmax_backward_row; the step numbers match its comments).
+// The derivation. The fast paths number their steps by it: attention_backward_sgemm
+// (attention.cpp) and the fused kernel's AttentionHeadBackward (lib/kernels/attention_kernels.cpp).
 //
 // Forward, for one (b, h), rows t and columns s of the (T,T) matrices, s ≤ t only:
 //   S[t,s] = q_t · k_s / √hs                          scores            q, k, v: (T,hs)
@@ -171,8 +166,8 @@ void attention_forward(real* out, real* att, real* scratch, const real* qkv, int
 // dq, dk, dv are head h's slices of dqkv. dqkv is written: it starts at 0, then every
 // (t, s) pair adds its part.
 template <typename real>
-void attention_backward(real* dqkv, real* scratch, const real* dout, const real* qkv,
-                        const real* att, int B, int T, int C, int NH, Dropout drop) {
+void attention_backward_twin(real* dqkv, real* scratch, const real* dout, const real* qkv,
+                             const real* att, int B, int T, int C, int NH, Dropout drop) {
     attention_check(B, T, C, NH, drop, scratch, true);
     const int hs = C / NH;
     const size_t C3 = 3 * (size_t)C;
@@ -212,6 +207,5 @@ void attention_backward(real* dqkv, real* scratch, const real* dout, const real*
                 }
             }
 }
-}  // namespace twin
 
 }  // namespace hg

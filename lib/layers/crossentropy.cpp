@@ -1,5 +1,5 @@
 // crossentropy.cpp — fused softmax + cross-entropy, rows in parallel (see crossentropy.h; the
-// derivation of the backward sits above twin::crossentropy_backward there).
+// derivation of the backward sits above crossentropy_backward_twin there).
 #include "lib/layers/crossentropy.h"
 
 #include <cstring>
@@ -31,7 +31,7 @@ double crossentropy_forward(float* probs, float* losses, const float* logits,
 }
 
 // dlogits (N,V) = dloss/K · (probs - onehot(targets)), 0 on rows with target -1.
-// Derivation above twin::crossentropy_backward in crossentropy.h.
+// Derivation above crossentropy_backward_twin in crossentropy.h.
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, int N, int V,
                            float dloss) {
     const int count = crossentropy_count_targets(targets, N, V);

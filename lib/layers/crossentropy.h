@@ -25,14 +25,12 @@ double crossentropy_forward(float* probs, float* losses, const float* logits,
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, int N, int V,
                            float dloss);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-double crossentropy_forward(real* probs, real* losses, const real* logits,
-                            const int* targets, int N, int V);
+double crossentropy_forward_twin(real* probs, real* losses, const real* logits,
+                                 const int* targets, int N, int V);
 template <typename real>
-void crossentropy_backward(real* dlogits, const real* probs, const int* targets, int N,
-                           int V, real dloss);
-}  // namespace twin
+void crossentropy_backward_twin(real* dlogits, const real* probs, const int* targets, int N,
+                                int V, real dloss);
 
 // Checks the sizes and every target (hg::Error naming the first bad one) and returns how
 // many targets are not -1: the count the mean loss divides by.
@@ -51,10 +49,9 @@ inline int crossentropy_count_targets(const int* targets, int N, int V) {
 
 // ---- scalar twins (plain loops, any number type; the gradient checks run them in double) ----
 
-namespace twin {
 template <typename real>
-double crossentropy_forward(real* probs, real* losses, const real* logits,
-                            const int* targets, int N, int V) {
+double crossentropy_forward_twin(real* probs, real* losses, const real* logits,
+                                 const int* targets, int N, int V) {
     const int count = crossentropy_count_targets(targets, N, V);
     double total = 0;
     for (int n = 0; n < N; n++) {
@@ -76,8 +73,8 @@ double crossentropy_forward(real* probs, real* losses, const real* logits,
 // and dL/dlogits[n,i] = dloss/K · (p_i - onehot_i). A row with y = -1 is not in the sum:
 // its gradient is 0. The softmax's own Jacobian never has to be formed.
 template <typename real>
-void crossentropy_backward(real* dlogits, const real* probs, const int* targets, int N,
-                           int V, real dloss) {
+void crossentropy_backward_twin(real* dlogits, const real* probs, const int* targets, int N,
+                                int V, real dloss) {
     const int count = crossentropy_count_targets(targets, N, V);
     const real scale = count > 0 ? dloss / real(count) : real(0);  // dloss/K
     for (int n = 0; n < N; n++) {
@@ -89,6 +86,5 @@ void crossentropy_backward(real* dlogits, const real* probs, const int* targets,
         if (y != -1) dlogits_n[y] -= scale;  // the -onehot part
     }
 }
-}  // namespace twin
 
 }  // namespace hg

@@ -29,7 +29,7 @@ void dropout_forward(float* out,        // (n)
     apply_in_chunks(out, inp, n, drop);
 }
 
-// Backward (derivation above twin::dropout_backward in dropout.h): out_i = inp_i · m_i with the
+// Backward (derivation above dropout_backward_twin in dropout.h): out_i = inp_i · m_i with the
 // mask fixed by the key, so dinp_i = dout_i · m_i — the same multipliers, recomputed from the
 // same key, the same scale 1/(1-p), the same multiply as the forward.
 void dropout_backward(float* dinp,        // (n)

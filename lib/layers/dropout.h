@@ -20,12 +20,10 @@ void dropout_forward(float* out, const float* inp, size_t n, Dropout drop);
 // dinp = dout · keep / (1 - p)      (dinp may alias dout)
 void dropout_backward(float* dinp, const float* dout, size_t n, Dropout drop);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void dropout_forward(real* out, const real* inp, size_t n, Dropout drop);
+void dropout_forward_twin(real* out, const real* inp, size_t n, Dropout drop);
 template <typename real>
-void dropout_backward(real* dinp, const real* dout, size_t n, Dropout drop);
-}  // namespace twin
+void dropout_backward_twin(real* dinp, const real* dout, size_t n, Dropout drop);
 
 // ---------------------------------------------------------------------------------------------
 // Scalar twins.
@@ -42,11 +40,10 @@ real dropout_apply(const Dropout& drop, real x, size_t i) {
     return drop.keep(i) ? x * (real(1) / (real(1) - real(drop.p))) : real(0);
 }
 
-namespace twin {
 template <typename real>
-void dropout_forward(real* out,        // (n)
-                     const real* inp,  // (n)
-                     size_t n, Dropout drop) {
+void dropout_forward_twin(real* out,        // (n)
+                          const real* inp,  // (n)
+                          size_t n, Dropout drop) {
     dropout_check("dropout_forward", n, drop);
     for (size_t i = 0; i < n; i++) out[i] = dropout_apply(drop, inp[i], i);
 }
@@ -57,12 +54,11 @@ void dropout_forward(real* out,        // (n)
 // with the same mask (recomputed from the same key) and the same scale 1/(1 - p) as the forward:
 // dropped elements get no gradient, kept ones get it scaled up like their values were.
 template <typename real>
-void dropout_backward(real* dinp,        // (n)
-                      const real* dout,  // (n)
-                      size_t n, Dropout drop) {
+void dropout_backward_twin(real* dinp,        // (n)
+                           const real* dout,  // (n)
+                           size_t n, Dropout drop) {
     dropout_check("dropout_backward", n, drop);
     for (size_t i = 0; i < n; i++) dinp[i] = dropout_apply(drop, dout[i], i);
 }
-}  // namespace twin
 
 }  // namespace hg

@@ -27,7 +27,7 @@ void encoder_forward(float* out,         // (B, T, C)
     });
 }
 
-// Backward (derivation above twin::encoder_backward in encoder.h):
+// Backward (derivation above encoder_backward_twin in encoder.h):
 //   dwte[idx[b,t], :] += dout[b,t,:]   (line V)      dwpe[t, :] += dout[b,t,:]   (line P)
 // Kept serial: two rows (b,t) with the same token add into the same dwte row, so a parallel
 // loop over rows would race. The loop is a memory-bound B·T·C adds, tiny next to the matmuls.

@@ -22,14 +22,12 @@ void encoder_forward(float* out, const int* idx, const float* wte, const float* 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* idx,
                       int B, int T, int C);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void encoder_forward(real* out, const int* idx, const real* wte, const real* wpe,
-                     int B, int T, int C, int V);
+void encoder_forward_twin(real* out, const int* idx, const real* wte, const real* wpe,
+                          int B, int T, int C, int V);
 template <typename real>
-void encoder_backward(real* dwte, real* dwpe, const real* dout, const int* idx,
-                      int B, int T, int C);
-}  // namespace twin
+void encoder_backward_twin(real* dwte, real* dwpe, const real* dout, const int* idx,
+                           int B, int T, int C);
 
 // The fixed sinusoidal table (Vaswani et al. 2017), table (maxT, C):
 //   table[t, 2i] = sin(t / 10000^(2i/C)),  table[t, 2i+1] = cos(t / 10000^(2i/C)).
@@ -56,13 +54,12 @@ inline void encoder_check_sizes(const char* fn, int B, int T, int C) {
           T, C);
 }
 
-namespace twin {
 template <typename real>
-void encoder_forward(real* out,        // (B, T, C)
-                     const int* idx,   // (B, T)
-                     const real* wte,  // (V, C)
-                     const real* wpe,  // (>= T, C) or null
-                     int B, int T, int C, int V) {
+void encoder_forward_twin(real* out,        // (B, T, C)
+                          const int* idx,   // (B, T)
+                          const real* wte,  // (V, C)
+                          const real* wpe,  // (>= T, C) or null
+                          int B, int T, int C, int V) {
     encoder_check_sizes("encoder_forward", B, T, C);
     check(V > 0, "encoder_forward: V ({}) must be positive", V);
     encoder_check_tokens(idx, B, T, V);
@@ -87,11 +84,11 @@ void encoder_forward(real* out,        // (B, T, C)
 // the scatter must accumulate, and why the fast version keeps it serial. Rows of tokens that
 // do not occur get nothing. idx was checked by the forward; the backward trusts it.
 template <typename real>
-void encoder_backward(real* dwte,        // (V, C)
-                      real* dwpe,        // (T, C) or null (a fixed table, or none)
-                      const real* dout,  // (B, T, C)
-                      const int* idx,    // (B, T)
-                      int B, int T, int C) {
+void encoder_backward_twin(real* dwte,        // (V, C)
+                           real* dwpe,        // (T, C) or null (a fixed table, or none)
+                           const real* dout,  // (B, T, C)
+                           const int* idx,    // (B, T)
+                           int B, int T, int C) {
     encoder_check_sizes("encoder_backward", B, T, C);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
@@ -104,7 +101,6 @@ void encoder_backward(real* dwte,        // (V, C)
             }
         }
 }
-}  // namespace twin
 
 // Column 2i holds sin(t·ω_i), column 2i+1 cos(t·ω_i), ω_i = 10000^(-2i/C): frequencies fall
 // geometrically from 1 (period 2π positions) to about 1/10000 (period ~62832 positions).

@@ -1,6 +1,6 @@
 // gelu.cpp — the fast float GELU: Highway kernels (lib/kernels/gelu_kernels), long arrays split
 // across threads in fixed chunks (lib/core/parallel.h). The derivatives are derived above
-// twin::gelu_backward in gelu.h; the scalar twins there are the reference these are tested
+// gelu_backward_twin in gelu.h; the scalar twins there are the reference these are tested
 // against.
 #include "lib/layers/gelu.h"
 
@@ -23,7 +23,7 @@ void gelu_forward(float* out,        // (n)
     for_pieces(n, kChunk, 1, [&](size_t i0, size_t len) { kernel(out + i0, inp + i0, len); });
 }
 
-// Backward (derivation above twin::gelu_backward in gelu.h):
+// Backward (derivation above gelu_backward_twin in gelu.h):
 //   erf form:   dinp = (Φ(x) + x·φ(x)) · dout                         gelu_erf_backward_kernel
 //   tanh form:  dinp = ((1 + tanh u)/2 + x/2·(1 - tanh² u)·du/dx) · dout
 //                                                                      gelu_tanh_backward_kernel

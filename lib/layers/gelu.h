@@ -31,12 +31,10 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, G
 void gelu_forward_bf16(bf16* out16, const float* inp, size_t n, GeluKind kind);
 void gelu_backward_bf16(float* dinp, bf16* dinp16, const float* inp, const float* dout, size_t n, GeluKind kind);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void gelu_forward(real* out, const real* inp, size_t n, GeluKind kind);
+void gelu_forward_twin(real* out, const real* inp, size_t n, GeluKind kind);
 template <typename real>
-void gelu_backward(real* dinp, const real* inp, const real* dout, size_t n, GeluKind kind);
-}  // namespace twin
+void gelu_backward_twin(real* dinp, const real* inp, const real* dout, size_t n, GeluKind kind);
 
 // ---------------------------------------------------------------------------------------------
 // Scalar twins (reference math; the gradient checks run them in double).
@@ -51,11 +49,10 @@ inline void gelu_check_n(const char* fn, size_t n) {
     check(n > 0 && n <= size_t(PTRDIFF_MAX), "{}: n ({}) must be positive", fn, std::ptrdiff_t(n));
 }
 
-namespace twin {
 template <typename real>
-void gelu_forward(real* out,        // (n)
-                  const real* inp,  // (n)
-                  size_t n, GeluKind kind) {
+void gelu_forward_twin(real* out,        // (n)
+                       const real* inp,  // (n)
+                       size_t n, GeluKind kind) {
     gelu_check_n("gelu_forward", n);
     for (size_t i = 0; i < n; i++) {
         const real x = inp[i];
@@ -85,10 +82,10 @@ void gelu_forward(real* out,        // (n)
 // The two forms differ by up to ~1e-3 in gelu'; mixing them is a real bug, and the tests
 // check that the gradient checker catches it.
 template <typename real>
-void gelu_backward(real* dinp,        // (n)
-                   const real* inp,   // (n)
-                   const real* dout,  // (n)
-                   size_t n, GeluKind kind) {
+void gelu_backward_twin(real* dinp,        // (n)
+                        const real* inp,   // (n)
+                        const real* dout,  // (n)
+                        size_t n, GeluKind kind) {
     gelu_check_n("gelu_backward", n);
     for (size_t i = 0; i < n; i++) {
         const real x = inp[i];
@@ -106,6 +103,5 @@ void gelu_backward(real* dinp,        // (n)
         dinp[i] = grad * dout[i];
     }
 }
-}  // namespace twin
 
 }  // namespace hg

@@ -1,5 +1,5 @@
 // layernorm.cpp — the fast float LayerNorm: Highway row kernels (lib/kernels/layernorm_kernels),
-// rows split across threads (lib/core/parallel.h). The math, derived, is above twin::layernorm_backward in
+// rows split across threads (lib/core/parallel.h). The math, derived, is above layernorm_backward_twin in
 // layernorm.h; the scalar twins there are the reference these are tested against.
 #include "lib/layers/layernorm.h"
 
@@ -41,7 +41,7 @@ void layernorm_forward_bf16(bf16* out16, float* mean, float* rstd, const float* 
     });
 }
 
-// Backward (derivation above twin::layernorm_backward in layernorm.h). With x̂ = (x-mean)·rstd
+// Backward (derivation above layernorm_backward_twin in layernorm.h). With x̂ = (x-mean)·rstd
 // and g = dout ⊙ weight, per row:
 //   dinp  += rstd · (g - mean(g) - x̂ · mean(g ⊙ x̂))    layernorm_backward_row  (line X; its
 //                                                        two row sums are line S)

@@ -31,29 +31,26 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                         const float* inp, const float* weight, const float* mean,
                         const float* rstd, int N, int C);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void layernorm_forward(real* out, real* mean, real* rstd, const real* inp,
-                       const real* weight, const real* bias, int N, int C);
+void layernorm_forward_twin(real* out, real* mean, real* rstd, const real* inp,
+                            const real* weight, const real* bias, int N, int C);
 template <typename real>
-void layernorm_backward(real* dinp, real* dweight, real* dbias, const real* dout,
-                        const real* inp, const real* weight, const real* mean,
-                        const real* rstd, int N, int C);
-}  // namespace twin
+void layernorm_backward_twin(real* dinp, real* dweight, real* dbias, const real* dout,
+                             const real* inp, const real* weight, const real* mean,
+                             const real* rstd, int N, int C);
 
 // ---------------------------------------------------------------------------------------------
 // Scalar twins: the plain-loop reference, run in double by the gradient checks and in float
 // against the SIMD kernels (lib/kernels/layernorm_kernels.cpp).
 
-namespace twin {
 template <typename real>
-void layernorm_forward(real* out,           // (N, C)
-                       real* mean,          // (N)
-                       real* rstd,          // (N)
-                       const real* inp,     // (N, C)
-                       const real* weight,  // (C)
-                       const real* bias,    // (C) or null
-                       int N, int C) {
+void layernorm_forward_twin(real* out,           // (N, C)
+                            real* mean,          // (N)
+                            real* rstd,          // (N)
+                            const real* inp,     // (N, C)
+                            const real* weight,  // (C)
+                            const real* bias,    // (C) or null
+                            int N, int C) {
     check(N > 0 && C > 0, "layernorm_forward: sizes must be positive (N = {}, C = {})", N, C);
     for (int n = 0; n < N; n++) {
         const real* inp_n = inp + (size_t)n * C;
@@ -94,15 +91,15 @@ void layernorm_forward(real* out,           // (N, C)
 // Term by term: g_c is the direct path, mean(g) the path through mean, and x̂_c·mean(g⊙x̂)
 // the path through rstd. mean(g) and mean(g⊙x̂) are the two row sums of line S.
 template <typename real>
-void layernorm_backward(real* dinp,          // (N, C)
-                        real* dweight,       // (C)
-                        real* dbias,         // (C) or null
-                        const real* dout,    // (N, C)
-                        const real* inp,     // (N, C)
-                        const real* weight,  // (C)
-                        const real* mean,    // (N)
-                        const real* rstd,    // (N)
-                        int N, int C) {
+void layernorm_backward_twin(real* dinp,          // (N, C)
+                             real* dweight,       // (C)
+                             real* dbias,         // (C) or null
+                             const real* dout,    // (N, C)
+                             const real* inp,     // (N, C)
+                             const real* weight,  // (C)
+                             const real* mean,    // (N)
+                             const real* rstd,    // (N)
+                             int N, int C) {
     check(N > 0 && C > 0, "layernorm_backward: sizes must be positive (N = {}, C = {})", N, C);
     for (int n = 0; n < N; n++) {
         const real* dout_n = dout + (size_t)n * C;
@@ -126,6 +123,5 @@ void layernorm_backward(real* dinp,          // (N, C)
         }
     }
 }
-}  // namespace twin
 
 }  // namespace hg

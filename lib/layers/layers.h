@@ -1,18 +1,17 @@
-// layers.h — every layer, how the model picks an implementation of each, and what every
-// backward writes and what it adds.
+// layers.h — every layer, its two implementations, and what every backward writes and what it
+// adds.
 //
-// Two implementations under one name. Each layer header declares
-//   hg::x_forward(float* ...)              the fast path: sgemm, Highway kernels, threads (x.cpp)
-//   hg::twin::x_forward<real>(real* ...)   its scalar twin: the same math as plain loops, for any
-//                                          number type, in the header
-// with the same parameters. The model (lib/model/gpt_passes.cpp) is one template over the number type and
-// sees both (`using namespace twin`). For float arguments both fit equally well and C++ prefers
-// the plain function to the template, so GPT<float> runs the fast path; for double only the
-// template fits, so GPT<double> runs the twins, which the whole-model gradient check needs
-// (finite differences exact to ~1e-10). Nothing is listed per layer for this to work: the
-// static_asserts at the end only keep each pair's signatures equal, since a fast path whose
-// parameters drifted would leave GPT<float> quietly running the twin. Tests name the twin in
-// full, twin::x_forward: in float to compare the SIMD path with it, in double for the checks.
+// Two implementations, two names. Each layer header declares
+//   x_forward(float* ...)              the fast path: sgemm, Highway kernels, threads (x.cpp)
+//   x_forward_twin<real>(real* ...)    its scalar twin: the same math as plain loops, for any
+//                                      number type, in the header, with the derivation above it
+// with the same parameters (checked below). The model (lib/model/gpt_passes.cpp) is one template
+// over the number type, and lib/model/gpt_choices.h names which one it runs: GPT<float> the fast
+// path, GPT<double> the twin, which the whole-model gradient check needs (finite differences
+// exact to ~1e-10). Tests run the twin in float to compare the SIMD path with it, and in double
+// for the gradient checks. Where a fast path has more than one way to run (attention: fused
+// kernels or sgemm, by shape), each way has a name of its own, and x_forward is the one that
+// picks.
 //
 // Parameters add, inputs write. Every backward
 //   adds (+=) into the parameters' gradients: dwte, dwpe (encoder); dweight, dbias (linear,
@@ -28,7 +27,7 @@
 // RoPE and QK-norm change q and k in place inside qkv, and their backwards likewise turn the
 // q and k parts of dqkv into the gradient before them, in place, leaving v's part as it is.
 // llm.c adds everywhere and zeroes every activation gradient first; writing instead saves that
-// pass over memory (about 5 % of a training step on the small recipes, measured with bench).
+// pass over memory (docs/performance.md).
 #pragma once
 #include <type_traits>
 
@@ -49,9 +48,10 @@
 
 namespace hg {
 
-// fn's fast path takes exactly the parameters of its twin in float.
-#define HG_SAME_AS_TWIN(fn)                                                     \
-    static_assert(std::is_same_v<decltype(&fn), decltype(&twin::fn<float>)>, \
+// fn's fast path takes exactly the parameters of its twin in float, so a test or the model can
+// put one where the other was.
+#define HG_SAME_AS_TWIN(fn)                                                      \
+    static_assert(std::is_same_v<decltype(&fn), decltype(&fn##_twin<float>)>, \
                   #fn ": the fast path and its scalar twin must take the same parameters")
 
 HG_SAME_AS_TWIN(encoder_forward);

@@ -31,14 +31,12 @@ void linear_forward_bf16(float* out, const bf16* inp16, const bf16* weight16, co
 void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* dout16,
                           const bf16* inp16, const bf16* weight16, int N, int C, int OC);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void linear_forward(real* out, const real* inp, const real* weight, const real* bias,
-                    int N, int C, int OC);
+void linear_forward_twin(real* out, const real* inp, const real* weight, const real* bias,
+                         int N, int C, int OC);
 template <typename real>
-void linear_backward(real* dinp, real* dweight, real* dbias, const real* dout,
-                     const real* inp, const real* weight, int N, int C, int OC);
-}  // namespace twin
+void linear_backward_twin(real* dinp, real* dweight, real* dbias, const real* dout,
+                          const real* inp, const real* weight, int N, int C, int OC);
 
 // The sizes every linear entry point checks (hg::Error naming the bad one).
 inline void linear_check_sizes(int N, int C, int OC) {
@@ -50,10 +48,9 @@ inline void linear_check_sizes(int N, int C, int OC) {
 // ---- scalar twins (plain loops, any number type; the gradient checks run them in double) ----
 
 // out (N,OC) = inp (N,C) · weight (OC,C)ᵀ + bias (OC)
-namespace twin {
 template <typename real>
-void linear_forward(real* out, const real* inp, const real* weight, const real* bias,
-                    int N, int C, int OC) {
+void linear_forward_twin(real* out, const real* inp, const real* weight, const real* bias,
+                         int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
     for (int n = 0; n < N; n++) {
         const real* inp_n = inp + (size_t)n * C;
@@ -81,8 +78,8 @@ void linear_forward(real* out, const real* inp, const real* weight, const real* 
 // Terms 2 and 3 are added (+=), so a weight used twice (tied embeddings) collects both uses;
 // term 1 is written (=): dinp is a fresh activation gradient.
 template <typename real>
-void linear_backward(real* dinp, real* dweight, real* dbias, const real* dout,
-                     const real* inp, const real* weight, int N, int C, int OC) {
+void linear_backward_twin(real* dinp, real* dweight, real* dbias, const real* dout,
+                          const real* inp, const real* weight, int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
     if (dinp)
         for (size_t i = 0; i < (size_t)N * C; i++) dinp[i] = real(0);
@@ -101,6 +98,5 @@ void linear_backward(real* dinp, real* dweight, real* dbias, const real* dout,
         }
     }
 }
-}  // namespace twin
 
 }  // namespace hg

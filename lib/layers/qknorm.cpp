@@ -1,6 +1,6 @@
 // qknorm.cpp — the fast float QK-norm: per position, the 2·NH head slices of q and k (contiguous,
 // hs numbers each) through the RMSNorm row kernels (lib/kernels/rmsnorm_kernels); positions
-// split across threads (lib/core/parallel.h). The math is above twin::qknorm_backward in qknorm.h.
+// split across threads (lib/core/parallel.h). The math is above qknorm_backward_twin in qknorm.h.
 #include "lib/layers/qknorm.h"
 
 #include "lib/core/parallel.h"

@@ -40,13 +40,11 @@ void qknorm_forward(float* qkv, float* rstd, int B, int T, int C, int NH);
 // qkv (B,T,3C) is the forward's output (the normalised q, k), rstd (B,T,2·NH) its rstd.
 void qknorm_backward(float* dqkv, const float* qkv, const float* rstd, int B, int T, int C, int NH);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void qknorm_forward(real* qkv, real* rstd, int B, int T, int C, int NH);
+void qknorm_forward_twin(real* qkv, real* rstd, int B, int T, int C, int NH);
 template <typename real>
-void qknorm_backward(real* dqkv, const real* qkv, const real* rstd, int B, int T, int C,
-                     int NH);
-}  // namespace twin
+void qknorm_backward_twin(real* dqkv, const real* qkv, const real* rstd, int B, int T, int C,
+                          int NH);
 
 inline void qknorm_check_sizes(const char* fn, int B, int T, int C, int NH) {
     check(B > 0 && T > 0 && C > 0 && NH > 0,
@@ -57,11 +55,10 @@ inline void qknorm_check_sizes(const char* fn, int B, int T, int C, int NH) {
 // ---------------------------------------------------------------------------------------------
 // Scalar twins (the gradient checks run them in double).
 
-namespace twin {
 template <typename real>
-void qknorm_forward(real* qkv,   // (B, T, 3C)
-                    real* rstd,  // (B, T, 2·NH)
-                    int B, int T, int C, int NH) {
+void qknorm_forward_twin(real* qkv,   // (B, T, 3C)
+                         real* rstd,  // (B, T, 2·NH)
+                         int B, int T, int C, int NH) {
     qknorm_check_sizes("qknorm_forward", B, T, C, NH);
     const int hs = C / NH;
     for (size_t bt = 0; bt < (size_t)B * T; bt++)
@@ -80,10 +77,10 @@ void qknorm_forward(real* qkv,   // (B, T, 3C)
 //   dx = rstd · ( dy - y · mean(dy ⊙ y) )                                         (line X)
 // mean(dy⊙y) is the row sum of line S. v is not normalised: its gradient passes unchanged.
 template <typename real>
-void qknorm_backward(real* dqkv,        // (B, T, 3C)
-                     const real* qkv,   // (B, T, 3C)
-                     const real* rstd,  // (B, T, 2·NH)
-                     int B, int T, int C, int NH) {
+void qknorm_backward_twin(real* dqkv,        // (B, T, 3C)
+                          const real* qkv,   // (B, T, 3C)
+                          const real* rstd,  // (B, T, 2·NH)
+                          int B, int T, int C, int NH) {
     qknorm_check_sizes("qknorm_backward", B, T, C, NH);
     const int hs = C / NH;
     for (size_t bt = 0; bt < (size_t)B * T; bt++)
@@ -98,6 +95,5 @@ void qknorm_backward(real* dqkv,        // (B, T, 3C)
             for (int i = 0; i < hs; i++) dy[i] = s * (dy[i] - y[i] * mean_dyy);  // line X
         }
 }
-}  // namespace twin
 
 }  // namespace hg

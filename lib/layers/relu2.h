@@ -18,12 +18,10 @@ void relu2_forward(float* out, const float* inp, size_t n);
 // dinp (n) written (=) 2·relu(inp) ⊙ dout; dinp may alias dout.
 void relu2_backward(float* dinp, const float* inp, const float* dout, size_t n);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void relu2_forward(real* out, const real* inp, size_t n);
+void relu2_forward_twin(real* out, const real* inp, size_t n);
 template <typename real>
-void relu2_backward(real* dinp, const real* inp, const real* dout, size_t n);
-}  // namespace twin
+void relu2_backward_twin(real* dinp, const real* inp, const real* dout, size_t n);
 
 // n > 0, and not a negative int that was converted to size_t.
 inline void relu2_check_n(const char* fn, size_t n) {
@@ -33,11 +31,10 @@ inline void relu2_check_n(const char* fn, size_t n) {
 // ---------------------------------------------------------------------------------------------
 // Scalar twins (the gradient checks run them in double).
 
-namespace twin {
 template <typename real>
-void relu2_forward(real* out,        // (n)
-                   const real* inp,  // (n)
-                   size_t n) {
+void relu2_forward_twin(real* out,        // (n)
+                        const real* inp,  // (n)
+                        size_t n) {
     relu2_check_n("relu2_forward", n);
     for (size_t i = 0; i < n; i++) {
         const real r = inp[i] > real(0) ? inp[i] : real(0);
@@ -49,16 +46,15 @@ void relu2_forward(real* out,        // (n)
 //   dinp_i = 2 · r_i · dr/dx · dout_i = 2 · max(x_i, 0) · dout_i                    (line R)
 // (at x = 0 both one-sided derivatives of r² are 0, so the kink of relu does not matter).
 template <typename real>
-void relu2_backward(real* dinp,        // (n)
-                    const real* inp,   // (n)
-                    const real* dout,  // (n)
-                    size_t n) {
+void relu2_backward_twin(real* dinp,        // (n)
+                         const real* inp,   // (n)
+                         const real* dout,  // (n)
+                         size_t n) {
     relu2_check_n("relu2_backward", n);
     for (size_t i = 0; i < n; i++) {
         const real r = inp[i] > real(0) ? inp[i] : real(0);
         dinp[i] = real(2) * r * dout[i];                                             // line R
     }
 }
-}  // namespace twin
 
 }  // namespace hg

@@ -15,10 +15,8 @@ namespace hg {
 // out (n), inp1 (n), inp2 (n); out may alias either input. n == 0 is hg::Error.
 void residual_forward(float* out, const float* inp1, const float* inp2, size_t n);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void residual_forward(real* out, const real* inp1, const real* inp2, size_t n);
-}  // namespace twin
+void residual_forward_twin(real* out, const real* inp1, const real* inp2, size_t n);
 
 // ---------------------------------------------------------------------------------------------
 // Scalar twins.
@@ -28,15 +26,13 @@ inline void residual_check_n(const char* fn, size_t n) {
     check(n > 0 && n <= size_t(PTRDIFF_MAX), "{}: n ({}) must be positive", fn, std::ptrdiff_t(n));
 }
 
-namespace twin {
 template <typename real>
-void residual_forward(real* out,         // (n)
-                      const real* inp1,  // (n)
-                      const real* inp2,  // (n)
-                      size_t n) {
+void residual_forward_twin(real* out,         // (n)
+                           const real* inp1,  // (n)
+                           const real* inp2,  // (n)
+                           size_t n) {
     residual_check_n("residual_forward", n);
     for (size_t i = 0; i < n; i++) out[i] = inp1[i] + inp2[i];
 }
-}  // namespace twin
 
 }  // namespace hg

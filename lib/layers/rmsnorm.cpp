@@ -1,5 +1,5 @@
 // rmsnorm.cpp — the fast float RMSNorm: Highway row kernels (lib/kernels/rmsnorm_kernels), rows
-// split across threads (lib/core/parallel.h). The math, derived, is above twin::rmsnorm_backward in
+// split across threads (lib/core/parallel.h). The math, derived, is above rmsnorm_backward_twin in
 // rmsnorm.h; the scalar twins there are the reference these are tested against.
 #include "lib/layers/rmsnorm.h"
 
@@ -25,7 +25,7 @@ void rmsnorm_forward(float* out,           // (N, C)
     });
 }
 
-// Backward (derivation above twin::rmsnorm_backward in rmsnorm.h). With x̂ = x·rstd and
+// Backward (derivation above rmsnorm_backward_twin in rmsnorm.h). With x̂ = x·rstd and
 // g = dout ⊙ weight, per row:
 //   dinp    += rstd · (g - x̂ · mean(g ⊙ x̂))   rmsnorm_backward_rows      (lines S, X)
 // and over all rows:

@@ -31,14 +31,12 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* wei
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                       const float* weight, const float* rstd, int N, int C);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, int N,
-                     int C);
+void rmsnorm_forward_twin(real* out, real* rstd, const real* inp, const real* weight, int N,
+                          int C);
 template <typename real>
-void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp,
-                      const real* weight, const real* rstd, int N, int C);
-}  // namespace twin
+void rmsnorm_backward_twin(real* dinp, real* dweight, const real* dout, const real* inp,
+                           const real* weight, const real* rstd, int N, int C);
 
 inline void rmsnorm_check(const char* fn, const void* weight, const void* dweight, int N, int C) {
     check(N > 0 && C > 0, "{}: sizes must be positive (N = {}, C = {})", fn, N, C);
@@ -49,13 +47,12 @@ inline void rmsnorm_check(const char* fn, const void* weight, const void* dweigh
 // Scalar twins: the plain-loop reference, run in double by the gradient checks and in float
 // against the SIMD kernels (lib/kernels/rmsnorm_kernels.cpp).
 
-namespace twin {
 template <typename real>
-void rmsnorm_forward(real* out,           // (N, C)
-                     real* rstd,          // (N)
-                     const real* inp,     // (N, C)
-                     const real* weight,  // (C) or null
-                     int N, int C) {
+void rmsnorm_forward_twin(real* out,           // (N, C)
+                          real* rstd,          // (N)
+                          const real* inp,     // (N, C)
+                          const real* weight,  // (C) or null
+                          int N, int C) {
     rmsnorm_check("rmsnorm_forward", weight, nullptr, N, C);
     for (int n = 0; n < N; n++) {
         const real* inp_n = inp + (size_t)n * C;
@@ -86,13 +83,13 @@ void rmsnorm_forward(real* out,           // (N, C)
 // LayerNorm's backward without the mean(g) term, because no mean is subtracted. mean(g⊙x̂) is
 // the row sum of line S. Without a gain, g = dout.
 template <typename real>
-void rmsnorm_backward(real* dinp,          // (N, C)
-                      real* dweight,       // (C) or null
-                      const real* dout,    // (N, C)
-                      const real* inp,     // (N, C)
-                      const real* weight,  // (C) or null
-                      const real* rstd,    // (N)
-                      int N, int C) {
+void rmsnorm_backward_twin(real* dinp,          // (N, C)
+                           real* dweight,       // (C) or null
+                           const real* dout,    // (N, C)
+                           const real* inp,     // (N, C)
+                           const real* weight,  // (C) or null
+                           const real* rstd,    // (N)
+                           int N, int C) {
     rmsnorm_check("rmsnorm_backward", weight, dweight, N, C);
     for (int n = 0; n < N; n++) {
         const real* dout_n = dout + (size_t)n * C;
@@ -111,6 +108,5 @@ void rmsnorm_backward(real* dinp,          // (N, C)
         }
     }
 }
-}  // namespace twin
 
 }  // namespace hg

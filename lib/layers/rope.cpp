@@ -1,7 +1,7 @@
 // rope.cpp — the fast float rotary embeddings: per position, the 2·NH heads of q and k through
 // the Highway rotation kernel (lib/kernels/rope_kernels) with that position's row of the
 // table; positions split across threads (lib/core/parallel.h). The math is above
-// twin::rope_backward in rope.h; the result is bit-identical to the float twin there.
+// rope_backward_twin in rope.h; the result is bit-identical to the float twin there.
 #include "lib/layers/rope.h"
 
 #include "lib/core/parallel.h"
@@ -28,7 +28,7 @@ void rope_forward(float* qkv,         // (B, T, 3C)
     rope_apply(rope_rotate_kernel, qkv, cos, sin, B, T, C, NH);
 }
 
-// dx = Rᵀ dy per pair: the rotation by -θ (derivation above twin::rope_backward in rope.h)
+// dx = Rᵀ dy per pair: the rotation by -θ (derivation above rope_backward_twin in rope.h)
 void rope_backward(float* dqkv,        // (B, T, 3C)
                    const float* cos,   // (>= T, hs/2)
                    const float* sin,   // (>= T, hs/2)

@@ -48,13 +48,11 @@ void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, 
 // are overwritten with dL/d(q, k before the rotation) and the v part is left as it is.
 void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int C, int NH);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void rope_forward(real* qkv, const real* cos, const real* sin, int B, int T, int C, int NH);
+void rope_forward_twin(real* qkv, const real* cos, const real* sin, int B, int T, int C, int NH);
 template <typename real>
-void rope_backward(real* dqkv, const real* cos, const real* sin, int B, int T, int C,
-                   int NH);
-}  // namespace twin
+void rope_backward_twin(real* dqkv, const real* cos, const real* sin, int B, int T, int C,
+                        int NH);
 
 inline void rope_check_sizes(const char* fn, int B, int T, int C, int NH) {
     check(B > 0 && T > 0 && C > 0 && NH > 0,
@@ -110,12 +108,11 @@ void rope_rotate_scalar(real* qkv, const real* cos, const real* sin, int B, int 
         }
 }
 
-namespace twin {
 template <typename real>
-void rope_forward(real* qkv,         // (B, T, 3C)
-                  const real* cos,   // (>= T, hs/2)
-                  const real* sin,   // (>= T, hs/2)
-                  int B, int T, int C, int NH) {
+void rope_forward_twin(real* qkv,         // (B, T, 3C)
+                       const real* cos,   // (>= T, hs/2)
+                       const real* sin,   // (>= T, hs/2)
+                       int B, int T, int C, int NH) {
     rope_check_sizes("rope_forward", B, T, C, NH);
     rope_rotate_scalar(qkv, cos, sin, B, T, C, NH, real(1));
 }
@@ -131,13 +128,12 @@ void rope_forward(real* qkv,         // (B, T, 3C)
 // table's map too (whose c² + s² is 1 only to within rounding). v does not pass through the
 // layer, so dv is left as it is. In place: each pair of dqkv is read, then overwritten.
 template <typename real>
-void rope_backward(real* dqkv,        // (B, T, 3C)
-                   const real* cos,   // (>= T, hs/2)
-                   const real* sin,   // (>= T, hs/2)
-                   int B, int T, int C, int NH) {
+void rope_backward_twin(real* dqkv,        // (B, T, 3C)
+                        const real* cos,   // (>= T, hs/2)
+                        const real* sin,   // (>= T, hs/2)
+                        int B, int T, int C, int NH) {
     rope_check_sizes("rope_backward", B, T, C, NH);
     rope_rotate_scalar(dqkv, cos, sin, B, T, C, NH, real(-1));
 }
-}  // namespace twin
 
 }  // namespace hg

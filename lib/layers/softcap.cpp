@@ -1,6 +1,6 @@
 // softcap.cpp — the fast float logit soft-cap: Highway kernels (lib/kernels/activation_kernels),
 // long arrays split across threads in fixed chunks (lib/core/parallel.h). The derivative is derived
-// above twin::softcap_backward in softcap.h; the scalar twins there are the reference.
+// above softcap_backward_twin in softcap.h; the scalar twins there are the reference.
 #include "lib/layers/softcap.h"
 
 #include "lib/core/parallel.h"

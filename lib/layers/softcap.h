@@ -36,12 +36,10 @@ void softcap_forward(float* out, const float* inp, size_t n, float cap);
 // dinp (n) written (=) (1 - (out/cap)²) ⊙ dout, from the forward's output; dinp may alias dout.
 void softcap_backward(float* dinp, const float* out, const float* dout, size_t n, float cap);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void softcap_forward(real* out, const real* inp, size_t n, real cap);
+void softcap_forward_twin(real* out, const real* inp, size_t n, real cap);
 template <typename real>
-void softcap_backward(real* dinp, const real* out, const real* dout, size_t n, real cap);
-}  // namespace twin
+void softcap_backward_twin(real* dinp, const real* out, const real* dout, size_t n, real cap);
 
 template <typename real>
 void softcap_check(const char* fn, size_t n, real cap) {
@@ -54,11 +52,10 @@ void softcap_check(const char* fn, size_t n, real cap) {
 // ---------------------------------------------------------------------------------------------
 // Scalar twins (the gradient checks run them in double).
 
-namespace twin {
 template <typename real>
-void softcap_forward(real* out,        // (n)
-                     const real* inp,  // (n)
-                     size_t n, real cap) {
+void softcap_forward_twin(real* out,        // (n)
+                          const real* inp,  // (n)
+                          size_t n, real cap) {
     softcap_check("softcap_forward", n, cap);
     for (size_t i = 0; i < n; i++) out[i] = cap * std::tanh(inp[i] / cap);
 }
@@ -68,16 +65,15 @@ void softcap_forward(real* out,        // (n)
 // The S of the forward and the 1/S of du/dz cancel. With t = y/S = tanh(u), sech² u = 1 - t²,
 // so the output alone gives the derivative.
 template <typename real>
-void softcap_backward(real* dinp,        // (n)
-                      const real* out,   // (n)
-                      const real* dout,  // (n)
-                      size_t n, real cap) {
+void softcap_backward_twin(real* dinp,        // (n)
+                           const real* out,   // (n)
+                           const real* dout,  // (n)
+                           size_t n, real cap) {
     softcap_check("softcap_backward", n, cap);
     for (size_t i = 0; i < n; i++) {
         const real t = out[i] / cap;
         dinp[i] = (real(1) - t * t) * dout[i];                                       // line C
     }
 }
-}  // namespace twin
 
 }  // namespace hg

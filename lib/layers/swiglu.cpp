@@ -1,6 +1,6 @@
 // swiglu.cpp — the fast float SwiGLU gate: the Highway kernels (lib/kernels/activation_kernels)
 // on each row's two halves, rows split across threads (lib/core/parallel.h). The derivatives are
-// derived above twin::swiglu_backward in swiglu.h; the scalar twins there are the reference.
+// derived above swiglu_backward_twin in swiglu.h; the scalar twins there are the reference.
 #include "lib/layers/swiglu.h"
 
 #include "lib/core/parallel.h"

@@ -37,12 +37,10 @@ void swiglu_forward(float* out, const float* inp, int N, int H);
 // dinp may alias inp.
 void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int H);
 
-namespace twin {  // the scalar twins, defined below
 template <typename real>
-void swiglu_forward(real* out, const real* inp, int N, int H);
+void swiglu_forward_twin(real* out, const real* inp, int N, int H);
 template <typename real>
-void swiglu_backward(real* dinp, const real* inp, const real* dout, int N, int H);
-}  // namespace twin
+void swiglu_backward_twin(real* dinp, const real* inp, const real* dout, int N, int H);
 
 inline void swiglu_check(const char* fn, int N, int H) {
     check(N > 0 && H > 0, "{}: sizes must be positive (N = {}, H = {})", fn, N, H);
@@ -57,11 +55,10 @@ real sigmoid(real a) {
     return real(1) / (real(1) + std::exp(-a));
 }
 
-namespace twin {
 template <typename real>
-void swiglu_forward(real* out,        // (N, H)
-                    const real* inp,  // (N, 2H)
-                    int N, int H) {
+void swiglu_forward_twin(real* out,        // (N, H)
+                         const real* inp,  // (N, 2H)
+                         int N, int H) {
     swiglu_check("swiglu_forward", N, H);
     for (int n = 0; n < N; n++) {
         const real* a = inp + (size_t)n * 2 * H;
@@ -79,10 +76,10 @@ void swiglu_forward(real* out,        // (N, H)
 // (silu' is not σ: the second term, up to 0.22, makes silu' exceed 1 for a > 1.27, up to 1.10
 // at a = 2.4, and go negative for a < -1.28, down to -0.10 at a = -2.4).
 template <typename real>
-void swiglu_backward(real* dinp,        // (N, 2H)
-                     const real* inp,   // (N, 2H)
-                     const real* dout,  // (N, H)
-                     int N, int H) {
+void swiglu_backward_twin(real* dinp,        // (N, 2H)
+                          const real* inp,   // (N, 2H)
+                          const real* dout,  // (N, H)
+                          int N, int H) {
     swiglu_check("swiglu_backward", N, H);
     for (int n = 0; n < N; n++) {
         const real* a = inp + (size_t)n * 2 * H;
@@ -99,6 +96,5 @@ void swiglu_backward(real* dinp,        // (N, 2H)
         }
     }
 }
-}  // namespace twin
 
 }  // namespace hg

@@ -136,15 +136,15 @@ static size_t bind_activations(const GPTConfig& c, int B, int T, real* base, Act
 }
 
 template <typename real>
-static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, BackwardScratch<real>& d) {
+static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, Scratch<real>& d) {
     Carver<real> arena{base};
     const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
-    d.dx = arena.take(N * C), d.dln = arena.take(N * C);
-    d.dqkv = arena.take(N * 3 * C), d.datty = arena.take(N * C);
+    d.dx = arena.take(N * C), d.dlogits = arena.take(N * V), d.dln_f = arena.take(N * C);
     d.ddrop = arena.take(N * C);
-    d.dfc = arena.take(N * c.mlp_fc_width()), d.dfc_act = arena.take(N * c.mlp_hidden());
-    d.datt = arena.take(size_t(B) * NH * T * T);
-    d.dlogits = arena.take(N * V);
+    d.dfc_act = arena.take(N * c.mlp_hidden()), d.dfc = arena.take(N * c.mlp_fc_width());
+    d.dln_2 = arena.take(N * C), d.datty = arena.take(N * C), d.dqkv = arena.take(N * 3 * C);
+    d.dln_1 = arena.take(N * C);
+    d.attention = arena.take(size_t(B) * NH * T * T);
     return arena.used;
 }
 
@@ -222,7 +222,7 @@ void gpt_round_weights(GPT<float>& m) {
 // Declared in memory_check.h, which compares it with the memory there is.
 size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T) {
     ActivationTensors<float> acts;
-    BackwardScratch<float> scratch;
+    Scratch<float> scratch;
     return bind_activations<float>(config, max_B, max_T, nullptr, acts) +
            bind_scratch<float>(config, max_B, max_T, nullptr, scratch);
 }

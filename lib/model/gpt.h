@@ -12,7 +12,8 @@
 //
 // gpt_backward is gpt_forward read in reverse, one layer's backward per forward line
 // (lib/model/gpt_passes.cpp). All of it is a template over the number type: float runs the fast
-// path, double the scalar twins (lib/layers/layers.h), which the whole-model gradient check uses.
+// paths, double the scalar twins (x_twin in each layer's header), which the whole-model gradient
+// check uses; lib/model/gpt_layers.h picks which, and the bf16 products.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -125,26 +126,30 @@ struct ActivationTensors {
     real* losses;     // (N)
 };
 
-// Working space of the backward pass, reused by every block. Each buffer is written whole by the
-// layer that produces it (layers.h), so none is zeroed first, except dx: the norms' backward
-// adds into it, and gpt_backward zeroes it once.
+// Working space of the passes, reused by every block. The backward's gradients come first, one
+// buffer each, in the order gpt_backward writes them: each is written whole by the layer that
+// produces it (layers.h), so none is zeroed first, except dx: the norms' backward adds into it,
+// and gpt_backward zeroes it once.
 template <typename real>
-struct BackwardScratch {
+struct Scratch {
     real* dx;         // (N, C) gradient of the residual stream, updated block by block
-    real* dln;        // (N, C) gradient at a norm's output
-    real* dqkv;       // (N, 3C)
-    real* datty;      // (N, C)
-    real* ddrop;      // (N, C) gradient before a dropout (used only when dropout is on)
-    real* dfc;        // (N, F)
-    real* dfc_act;    // (N, M)
-    real* datt;       // (B, NH, T, T) attention's working space (the forward's too, for dropout)
     real* dlogits;    // (N, V)
+    real* dln_f;      // (N, C) at ln_f's output
+    real* ddrop;      // (N, C) at a dropout's input, given the gradient at its output (dropout on)
+    real* dfc_act;    // (N, M)
+    real* dfc;        // (N, F)
+    real* dln_2;      // (N, C) at ln_2's output
+    real* datty;      // (N, C)
+    real* dqkv;       // (N, 3C)
+    real* dln_1;      // (N, C) at ln_1's output
+    real* attention;  // (B, NH, T, T) attention's working space in both passes: the forward's
+                      // dropped probabilities (dropout on), the backward's dP, dA, dS (attention.h)
 };
 
 // Mixed precision (dtype bfloat16, float models only; gpt_use_bf16): the bf16 numbers the
 // products read. The float weights, gradients, activations and scratch above stay as they are,
 // but for the norms' outputs and fc_act, which LayerNorm and GELU then write in bf16 only (the
-// products are their only readers; gpt_passes.cpp); these are extra, allocated only when bf16 is
+// products are their only readers; gpt_layers.h); these are extra, allocated only when bf16 is
 // on. Each linear layer's input is rounded once in the forward, by the layer that writes it, and
 // kept, because the backward's dW = doutᵀ·inp reads it again. Attention's
 // products take bf16 inputs too (lib/layers/attention.h), from one working space for all blocks.
@@ -163,6 +168,8 @@ struct Bf16Copies {
     std::vector<Bf16Block> h;
     bf16* ln_f = nullptr;           // (N, C)  lm_head's input
     bf16* dout = nullptr;           // (N, widest linear output) the backward's rounded dout, reused
+    const float* dout_of = nullptr; // the float gradient `dout` holds rounded, when the layer that wrote
+                                    // it rounded it too; the next linear backward takes it (gpt_layers.h)
     bf16* attention = nullptr;      // attention's bf16 working space (attention_bf16_scratch), reused by
                                     // every block: its q, k, v are rounded again in the backward, not kept
     bool on() const { return weights != nullptr; }
@@ -179,7 +186,7 @@ struct GPT {
     Arena<int> tokens_memory;           // inputs and targets of the last forward
     ParameterTensors<real> params, grads;
     ActivationTensors<real> acts;
-    BackwardScratch<real> scratch;
+    Scratch<real> scratch;
     // The last forward pass: its sizes and what the backward needs to know about it.
     int B = 0, T = 0;
     int* inputs = nullptr;              // (max_B, max_T)

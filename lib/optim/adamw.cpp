@@ -20,6 +20,14 @@ constexpr size_t kChunk = size_t(1) << 14;
 
 }  // namespace
 
+ParamSpan adamw_span(const TensorSpec& t) { return {t.offset, t.shape.numel(), t.decays}; }
+
+std::vector<ParamSpan> adamw_spans(const std::vector<TensorSpec>& table) {
+    std::vector<ParamSpan> spans;
+    for (const TensorSpec& t : table) spans.push_back(adamw_span(t));
+    return spans;
+}
+
 void adamw_step(float* params, const float* grads, float* m, float* v,
                 const std::vector<ParamSpan>& spans, float lr, const AdamWConfig& cfg, int step,
                 float grad_scale, bf16* params16) {

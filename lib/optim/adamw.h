@@ -3,12 +3,14 @@
 // All parameters live in one arena (params), and so do their gradients, Adam's first
 // moments m and second moments v, in the same layout: tensor k occupies
 // [spans[k].offset, spans[k].offset + spans[k].size) in all four. The model's tensor table
-// gives one ParamSpan per tensor, with `decays` true for the 2-D weight matrices only.
+// gives one ParamSpan per tensor (adamw_span), with `decays` true for its 2-D tensors: the
+// linear layers' weights and the embeddings wte and wpe (lib/model/gpt.cpp, spec).
 #pragma once
 #include <cstddef>
 #include <vector>
 
 #include "lib/kernels/bf16.h"
+#include "lib/model/gpt.h"
 
 namespace hg {
 
@@ -22,8 +24,13 @@ struct AdamWConfig {
 struct ParamSpan {
     size_t offset;  // first element of the tensor in params / grads / m / v
     size_t size;    // its number of elements
-    bool decays;    // weight decay on this tensor? (2-D weights: yes; biases, LayerNorm, ...: no)
+    bool decays;    // weight decay on this tensor? (2-D tensors: yes; biases, norms' gains: no)
 };
+
+// A tensor of the model's table as AdamW updates it: its place, its size, its decay flag.
+ParamSpan adamw_span(const TensorSpec& t);
+// Every tensor of the table, for a run that trains them all with AdamW.
+std::vector<ParamSpan> adamw_spans(const std::vector<TensorSpec>& table);
 
 // One AdamW step (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", 2019), per
 // element of every span, with g the gradient and t = step (1-based):
@@ -45,8 +52,8 @@ struct ParamSpan {
 // AdamW shrinks p directly, outside the adaptive step, so every weight decays at the same
 // rate lr·wd, as in SGD with weight decay.
 //
-// Why only 2-D weights (nanoGPT's rule): decay pulls parameters towards 0. For the matmul
-// weights and embeddings that is a useful prior (small weights, smoother functions). Biases
+// Why only the 2-D tensors (nanoGPT's rule): decay pulls parameters towards 0. For the matmul
+// weights and the embeddings that is a useful prior (small weights, smoother functions). Biases
 // and LayerNorm gains/offsets are few and set scales and shifts: pulling a LayerNorm gain
 // towards 0 would shrink the activations, not regularise them. So spans with decays = false
 // get wd = 0, and their p is not touched by the first line at all (multiplied by exactly 1).

@@ -156,12 +156,13 @@ bool muon_trains(const TensorSpec& t) {
 }
 
 OptimizerGroups optimizer_groups(const std::vector<TensorSpec>& table, OptimizerKind kind) {
+    if (kind == OptimizerKind::AdamW) return {{}, adamw_spans(table)};
     OptimizerGroups g;
     for (const TensorSpec& t : table) {
-        if (kind == OptimizerKind::Muon && muon_trains(t))
+        if (muon_trains(t))
             g.muon.push_back({t.offset, int(t.shape.dims[0]), int(t.shape.dims[1])});
         else
-            g.adamw.push_back({t.offset, t.shape.numel(), t.decays});
+            g.adamw.push_back(adamw_span(t));
     }
     return g;
 }

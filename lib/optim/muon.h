@@ -125,7 +125,7 @@ struct MuonMatrix {
 bool muon_trains(const TensorSpec& t);
 
 // The tensor table cut into the two optimizers' groups: Muon's matrices (empty for AdamW) and
-// AdamW's spans (every other tensor, with its decay flag).
+// AdamW's spans (every other tensor, with its decay flag: adamw_span, lib/optim/adamw.h).
 struct OptimizerGroups {
     std::vector<MuonMatrix> muon;
     std::vector<ParamSpan> adamw;
@@ -139,7 +139,7 @@ std::string describe_optimizer(const std::vector<TensorSpec>& table, OptimizerKi
 //
 // Threads. The matrices are split over the threads, each matrix's whole update (momentum,
 // Newton–Schulz, the weight and its bf16 copy) on one thread with single-threaded products
-// (lib/kernels/matmul.h: both backends run so inside our parallel regions): the blocks'
+// (lib/kernels/matmul.h: every backend runs so inside our parallel regions): the blocks'
 // matrices are small (128 × 384 for the speedrun), and one product split over two threads
 // costs more in handing out than it gains. build() deals the matrices to slots by their
 // Newton–Schulz FLOPs (4a²b + 2a³ a step), the largest first to the least loaded slot, one
