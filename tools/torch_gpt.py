@@ -117,7 +117,7 @@ def standin_names(c):
 
 
 # ----------------------------------------------------------------------------------------------
-# handgrad's dropout masks (lib/core/rng.h, lib/model/gpt_passes.cpp dropout_at), recomputed bit for bit.
+# handgrad's dropout masks (lib/core/rng.h, lib/model/gpt_choices.h dropout_at), recomputed bit for bit.
 
 _M64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15

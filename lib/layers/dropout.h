@@ -3,7 +3,7 @@
 // The mask is not stored: keep_i = hash_uniform(key, i) >= p (lib/core/rng.h) is a pure function
 // of (key, i), so the backward recomputes it, and threads may split the work any way.
 // Every mask is fresh: the trainer derives a key for each (step, micro-step, part of the batch),
-// and the model mixes in the (layer, site) (gpt_passes.cpp's dropout_at).
+// and the model mixes in the (layer, site) (dropout_at, lib/model/gpt_choices.h).
 // p = 0 (or evaluation) makes both passes the identity.
 #pragma once
 #include <cmath>
