@@ -4,7 +4,7 @@
 // every name the row gives, every count is its range's, every total its rows' sum, the summary's
 // figures are the sections' totals, and the paths stay short (no task over 400 lines, all four
 // at most 1,000). Run from the repository root (as make test does).
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <filesystem>
 #include <regex>
