@@ -40,7 +40,7 @@ struct Profile {
 
 // Charges one layer call to its kind of work, when a Profile is attached: made just before the
 // call (the time since the previous tick goes to Other), it charges the call's own time to `kind`
-// when it goes out of scope. lib/model/gpt_layers.h opens one in each layer call of the passes:
+// when it goes out of scope. lib/model/gpt_choices.h opens one in each layer call of the passes:
 //   const Timed timed(model.profile, Work::Gelu, backward);
 //   gelu_forward(...);
 struct Timed {

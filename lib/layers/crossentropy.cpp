@@ -9,9 +9,8 @@
 
 namespace hg {
 
-// Rows are split across threads only above 2^18 logits. The course model's 768 × 65 logits take
-// 0.04 ms on one thread; split over two threads of a busy 2-core machine they took 1.5-5 ms
-// (build/bench, forward and backward alike).
+// Rows are split across threads only above 2^18 logits: below, a row is too little work to hand
+// out (docs/performance.md).
 constexpr size_t kParallelMinLogits = size_t(1) << 18;
 
 // probs (N,V), losses (N), logits (N,V), targets (N). Returns the mean over targets != -1.

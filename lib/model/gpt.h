@@ -13,7 +13,7 @@
 // gpt_backward is gpt_forward read in reverse, one layer's backward per forward line
 // (lib/model/gpt_passes.cpp). All of it is a template over the number type: float runs the fast
 // paths, double the scalar twins (x_twin in each layer's header), which the whole-model gradient
-// check uses; lib/model/gpt_layers.h picks which, and the bf16 products.
+// check uses; lib/model/gpt_choices.h picks which, and the bf16 products.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -149,7 +149,7 @@ struct Scratch {
 // Mixed precision (dtype bfloat16, float models only; gpt_use_bf16): the bf16 numbers the
 // products read. The float weights, gradients, activations and scratch above stay as they are,
 // but for the norms' outputs and fc_act, which LayerNorm and GELU then write in bf16 only (the
-// products are their only readers; gpt_layers.h); these are extra, allocated only when bf16 is
+// products are their only readers; gpt_choices.h); these are extra, allocated only when bf16 is
 // on. Each linear layer's input is rounded once in the forward, by the layer that writes it, and
 // kept, because the backward's dW = doutᵀ·inp reads it again. Attention's
 // products take bf16 inputs too (lib/layers/attention.h), from one working space for all blocks.
@@ -169,7 +169,7 @@ struct Bf16Copies {
     bf16* ln_f = nullptr;           // (N, C)  lm_head's input
     bf16* dout = nullptr;           // (N, widest linear output) the backward's rounded dout, reused
     const float* dout_of = nullptr; // the float gradient `dout` holds rounded, when the layer that wrote
-                                    // it rounded it too; the next linear backward takes it (gpt_layers.h)
+                                    // it rounded it too; the next linear backward takes it (gpt_choices.h)
     bf16* attention = nullptr;      // attention's bf16 working space (attention_bf16_scratch), reused by
                                     // every block: its q, k, v are rounded again in the backward, not kept
     bool on() const { return weights != nullptr; }

@@ -124,8 +124,8 @@ Dropout dropout_at(const GPT<real>& m, int layer, DropoutSite site) {
 //   attention            its six products take bf16 inputs, but its scores leave them in float and
 //                        the softmax runs in float: e^(s+δ) = e^s·(1 + δ + …), so an absolute error
 //                        δ in a score is a relative error δ in its probability, and scores rounded
-//                        to bf16 at |s| ≈ 8 would carry δ ≈ 2⁻⁹·8 = 1.6 % more (lib/layers/attention.h
-//                        lists what it rounds and what it keeps);
+//                        to bf16 at |s| ≈ 8 would carry δ ≈ 2⁻⁹·8 = 1.6 % more
+//                        (lib/layers/attention_bf16.cpp lists what it rounds and what it keeps);
 //   the loss             logits leave lm_head's product in float; log-softmax of V numbers
 //                        subtracts near-equal ones (logit − logsumexp), which bf16 would ruin.
 template <typename real>
@@ -133,7 +133,9 @@ struct Layers {
     GPT<real>& m;
     bool backward;  // which half of the profile the calls are charged to
 
-    Layers(GPT<real>& model, bool in_backward) : m(model), backward(in_backward) {}
+    Layers(GPT<real>& model, bool in_backward) : m(model), backward(in_backward) {
+        m.mixed.dout_of = nullptr;  // no rounded gradient carries over from an earlier pass
+    }
 
     bool in_bf16() const {
         if constexpr (kFastPath<real>) return m.mixed.on();
