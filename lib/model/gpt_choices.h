@@ -157,7 +157,7 @@ struct Layers {
     }
     // dout (n) rounded into the model's one dout copy, unless the layer that wrote it rounded it
     // there already (GELU's and attention's backward: m.mixed.dout_of).
-    const bf16* dout_copy(const real* dout, size_t n) const {
+    const bf16* dout_copy(const real* dout, size_t n) {
         const float* rounded = m.mixed.dout_of;
         m.mixed.dout_of = nullptr;
         assert(rounded == nullptr || rounded == dout);  // a copy made for this product, or none
