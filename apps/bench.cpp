@@ -72,8 +72,8 @@ static void print_products(const std::vector<MatmulCall>& calls, int threads) {
     for (MatmulBackend b : backends) fmt::print(" {:>9}", to_string(b));
     fmt::print("\n");
     for (const MatmulCall& m : calls) {
-        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", to_string(m.form), m.M, m.N, m.K, m.beta, m.nested ? "yes" : "no",
-                   m.count);
+        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", to_string(m.form), m.M, m.N, m.K, m.beta,
+                   m.nested ? "yes" : "no", m.count);
         MatmulCall one = m;
         one.count = 1;
         const std::vector<double> ms = time_matmul_calls({one}, backends, threads);

@@ -229,9 +229,9 @@ TwinChecks twin_checks(const TwinCase& tc) {
     TwinChecks c;
     // the materialised layer in double: out, lse = log Σ exp(S) from its probabilities, dqkv
     Doubles ref_out(sh.out()), att(sh.att()), scratch(sh.att()), ref_dqkv(sh.qkv()), ref_lse(sh.lse());
-    twin::attention_forward(ref_out.data(), att.data(), scratch.data(), qkv.data(), sh.B, sh.T, sh.C, sh.NH, drop);
-    twin::attention_backward(ref_dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data(), sh.B, sh.T, sh.C, sh.NH,
-                             drop);
+    attention_forward_twin(ref_out.data(), att.data(), scratch.data(), qkv.data(), sh.B, sh.T, sh.C, sh.NH, drop);
+    attention_backward_twin(ref_dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data(), sh.B, sh.T, sh.C, sh.NH,
+                            drop);
     const int hs = sh.hs();
     for (int b = 0; b < sh.B; b++)  // lse_t = S[t,t] − log A[t,t]: the diagonal's score and probability
         for (int h = 0; h < sh.NH; h++)

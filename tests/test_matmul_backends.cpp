@@ -146,8 +146,8 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
             m.beta = beta;
             const Operands in = random_operands(m, 11 + checked);
             for (MatmulBackend backend : matmul_backends()) {
-                INFO(to_string(backend) << " " << to_string(m.form) << " M " << m.M << " N " << m.N << " K " << m.K << " ld "
-                                        << m.lda << "/" << m.ldb << "/" << m.ldc << " beta " << beta);
+                INFO(to_string(backend) << " " << to_string(m.form) << " M " << m.M << " N " << m.N << " K " << m.K
+                                        << " ld " << m.lda << "/" << m.ldb << "/" << m.ldc << " beta " << beta);
                 const double e = error_in_rounding_units(m, in, run_with(backend, m, in));
                 CHECK(e <= 1.0);  // NaN (a write past N) fails too
             }
@@ -336,7 +336,8 @@ TEST_CASE("auto: the faster backend on the recorded products, remembered per mac
 TEST_CASE("timing products: one time per backend asked for, and the backend in use left as it was",
           "[matmul]") {
     MatmulCall big, small;
-    big.form = MatmulForm::NT, big.M = 96, big.N = 64, big.K = 128, big.lda = 128, big.ldb = 128, big.ldc = 64, big.count = 3;
+    big.form = MatmulForm::NT, big.M = 96, big.N = 64, big.K = 128;
+    big.lda = 128, big.ldb = 128, big.ldc = 64, big.count = 3;
     small = big, small.M = 8, small.count = 1;
     const MatmulBackend before = matmul_current();
     const std::vector<MatmulBackend> all = matmul_backends();

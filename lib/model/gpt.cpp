@@ -139,12 +139,15 @@ template <typename real>
 static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, Scratch<real>& d) {
     Carver<real> arena{base};
     const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
-    d.dx = arena.take(N * C), d.dlogits = arena.take(N * V), d.dln_f = arena.take(N * C);
+    // The (N, C)-sized buffers first and dlogits last: (N, V) is not a whole number of pages, and
+    // put first it moved every later buffer within its page, which slowed the MLP's backward
+    // (docs/performance.md).
+    d.dx = arena.take(N * C), d.dln_f = arena.take(N * C), d.dln_2 = arena.take(N * C), d.dln_1 = arena.take(N * C);
+    d.dqkv = arena.take(N * 3 * C), d.datty = arena.take(N * C);
     d.ddrop = arena.take(N * C);
-    d.dfc_act = arena.take(N * c.mlp_hidden()), d.dfc = arena.take(N * c.mlp_fc_width());
-    d.dln_2 = arena.take(N * C), d.datty = arena.take(N * C), d.dqkv = arena.take(N * 3 * C);
-    d.dln_1 = arena.take(N * C);
+    d.dfc = arena.take(N * c.mlp_fc_width()), d.dfc_act = arena.take(N * c.mlp_hidden());
     d.attention = arena.take(size_t(B) * NH * T * T);
+    d.dlogits = arena.take(N * V);
     return arena.used;
 }
 
