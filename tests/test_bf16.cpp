@@ -185,7 +185,7 @@ TEST_CASE("bf16 products with subnormal inputs: kept by the widening path, withi
         matmul_bf16_force_widen(widen);
         INFO(matmul_bf16_describe());
         std::vector<float> c(size_t(M) * N);
-        matmul_bf16_nn(c.data(), a16.data(), b16.data(), M, N, K, K, N, N, 1.0f, 0.0f);
+        matmul_bf16_nn({c.data(), M, N, N}, {a16.data(), M, K, K}, {b16.data(), K, N, N}, 1.0f, 0.0f);
         bool row0_kept = true;
         for (int m = 0; m < M; m++)
             for (int n = 0; n < N; n++) {
