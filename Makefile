@@ -255,11 +255,9 @@ train: build data
 # The ten-minute speedrun: the speedrun preset (model and recipe, found by tools/speedrun_search.py)
 # trains for SPEEDRUN_BUDGET seconds of wall clock (evaluation excluded), then prints the loss
 # over the whole val split, the iterations done, and a sample. Best on an otherwise idle machine.
-# Threads as train sets them by default: all cores, and --batch_threads=auto, which times a few
-# steps with a model replica per thread (as many as there are cores, or the most below that which
-# divide the preset's batch of 16) against all threads sharing every layer, and keeps the faster;
-# for this small model, the replicas (a step 5-12 % faster: no fork/join per layer;
-# docs/performance.md). The header line says which it chose.
+# Threads as train sets them by default: all cores, and --batch_threads=auto, which chooses at
+# start-up how many model replicas share the batch (docs/performance.md). The header line says
+# which it chose.
 SPEEDRUN_BUDGET  ?= 600
 SPEEDRUN_DIR     ?= out-speedrun
 speedrun: build data
