@@ -38,7 +38,9 @@ inline size_t head_in_out(int bh, int T, int C, int NH) {
 // The forward's order: block(bh, t0, t1) for every head, in parallel, its row blocks first to last.
 template <typename Block>
 void for_each_row_block(int B, int NH, int T, Block&& block) {
+#ifdef _OPENMP
 #pragma omp parallel for schedule(static)
+#endif
     for (int bh = 0; bh < B * NH; bh++)
         for (int t0 = 0; t0 < T; t0 += kRowBlock) block(bh, t0, std::min(T, t0 + kRowBlock));
 }
@@ -58,7 +60,9 @@ inline void prefetch_rows(const float* att_bh, int T, int t0, int t1) {
 // head's, or the next head's last) are on their way into the cache.
 template <typename Block>
 void for_each_row_block_backward(const float* att, int B, int NH, int T, Block&& block) {
+#ifdef _OPENMP
 #pragma omp parallel for schedule(static)
+#endif
     for (int bh = 0; bh < B * NH; bh++) {
         const float* att_bh = att + (size_t)bh * T * T;
         const int last_t0 = (T - 1) / kRowBlock * kRowBlock;
