@@ -72,13 +72,14 @@ static void print_products(const std::vector<MatmulCall>& calls, int threads) {
     for (MatmulBackend b : backends) fmt::print(" {:>9}", to_string(b));
     fmt::print("\n");
     for (const MatmulCall& m : calls) {
-        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", to_string(m.form), m.M, m.N, m.K, m.beta,
-                   m.nested ? "yes" : "no", m.count);
+        const char* form = to_string(m.form);
+        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", form, m.M, m.N, m.K, m.beta, m.nested() ? "yes" : "no",
+                   m.count);
         MatmulCall one = m;
         one.count = 1;
         const std::vector<double> ms = time_matmul_calls({one}, backends, threads);
         for (size_t i = 0; i < ms.size(); i++) {
-            fmt::print(" {:>9.1f}", 2.0 * m.M * m.N * double(m.K) / (ms[i] * (m.nested ? threads : 1)) / 1e6);
+            fmt::print(" {:>9.1f}", 2.0 * m.M * m.N * double(m.K) / (ms[i] * m.team) / 1e6);
             step_ms[i] += double(m.count) * ms[i];
         }
         fmt::print("\n");

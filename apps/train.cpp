@@ -152,8 +152,8 @@ static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const
     return d;
 }
 
-static void print_header(const Trainer& trainer, const RunData& d, int threads,
-                         const std::optional<BatchThreadsChoice>& choice) {
+// `batch_threads_why`: why auto chose the batch threads ("" when a flag gave them).
+static void print_header(const Trainer& trainer, const RunData& d, int threads, const std::string& batch_threads_why) {
     const GPTConfig& c = trainer.model.config;
     const TrainConfig& tc = trainer.cfg;
     const Dist& dist = trainer.dist;
@@ -170,7 +170,7 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads,
     fmt::print("{}", describe_optimizer(trainer.model.table, tc.optimizer, tc.muon, tc.adamw));
     fmt::print("dtype: {}\n", tc.dtype == DType::BFloat16 ? "bfloat16 (products: " + matmul_bf16_describe() + ")"
                                                           : std::string("float32"));
-    if (choice) fmt::print("batch threads: {} (auto: {})\n", choice->batch_threads, choice->why);
+    if (!batch_threads_why.empty()) fmt::print("batch threads: {} (auto: {})\n", tc.batch_threads, batch_threads_why);
     if (dist.size > 1)
         fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",
                    dist.size, dist.local_size, threads, dist.size * tc.batch_size * tc.gradient_accumulation_steps,
@@ -246,19 +246,17 @@ int main(int argc, char** argv) {
             remove_unfinished_saves((fs::path(flags.out_dir) / "run.toml").string());  // a run killed while writing it
         }
         const RunData d = load_run_data(flags, model, ckpt_path);
+        // With --batch_threads=auto, tc.batch_threads is 1 here: one model must fit, and auto
+        // considers only the replicas that fit too.
         check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3,
                                            tc.dtype == DType::BFloat16));
-        // The backend first (timed with the batch threads auto would try), then the batch threads with it.
-        TrainConfig probe = tc;
-        if (parse_batch_threads(flags.batch_threads) == 0) probe.batch_threads = replica_candidate(tc.batch_size, threads);
-        const std::string matmul_line = flags.matmul.apply(training_matmul_key(d.config, probe, threads), [&] {
-            return training_step_matmuls(d.config, probe, d.train);
-        }, threads, dist, d.resume ? recorded_matmul(d.ck->progress.train_config) : std::nullopt);
-        std::optional<BatchThreadsChoice> choice;
-        if (parse_batch_threads(flags.batch_threads) == 0) {
-            choice = choose_batch_threads(d.config, tc, threads, d.train, dist, d.resume ? &*d.ck : nullptr);
-            tc.batch_threads = choice->batch_threads;
-        }
+        // The backend and the batch threads, chosen together (each one's speed depends on the other).
+        StepSetupFlags setup_flags;
+        setup_flags.matmul = flags.matmul.value, setup_flags.batch_threads = parse_batch_threads(flags.batch_threads);
+        setup_flags.memory_bytes = available_memory_bytes(), setup_flags.resumed = d.resume ? &*d.ck : nullptr;
+        const StepSetup setup = choose_step_setup(d.config, tc, threads, d.train, setup_flags, dist);
+        matmul_use(setup.backend);
+        tc.batch_threads = setup.batch_threads;
         Trainer trainer;
         trainer.dist = dist;
         if (d.resume) {
@@ -271,8 +269,8 @@ int main(int argc, char** argv) {
             trainer.tokenizer = d.tok->name();
             trainer.start(d.config, tc, d.vocab, d.train, d.val);
         }
-        print_header(trainer, d, threads, choice);
-        fmt::print("{}\n", matmul_line);
+        print_header(trainer, d, threads, setup_flags.batch_threads == 0 ? setup.batch_threads_why : "");
+        fmt::print("matmul: {} ({})\n", to_string(setup.backend), setup.matmul_why);
         if (dist.rank == 0) write_run_file(app, trainer, flags, d, threads);
         BudgetPlan plan;
         if (trainer.cfg.time_budget > 0) {

@@ -77,7 +77,7 @@ struct TrainFlags {
     // The training config, with nanoGPT's defaults: lr_decay_iters = max_iters, min_lr =
     // learning_rate / 10 (a preset may set another ratio). An explicit --max_iters turns a
     // preset's time budget off, and a preset's warmup is cut to fit a shorter run. batch_threads
-    // is left at 1 for auto (choose_batch_threads decides once the model and data are known).
+    // is left at 1 for auto (choose_step_setup decides once the model and data are known).
     TrainConfig config() const {
         TrainConfig c = tc;
         c.schedule.decay = parse_lr_decay(lr_decay);

@@ -1,14 +1,22 @@
-// --batch_threads (lib/train/batch_threads.h): the flag's values, the replica setting auto considers,
-// the choice itself, and through the app: a run with auto is, bit for bit, the run with the
-// setting it printed; bad values get one line.
+// --batch_threads and the backend, chosen together at start-up (lib/train/batch_threads.h): the
+// flag's values, the settings auto considers (divisors of the batch that fit in memory), the
+// choice itself, what it remembers and how a second run, a resumed run and a replay make the
+// same choice; and through the app: a run with auto is, bit for bit, the run with the setting it
+// printed; bad values get one line.
 #include "tests/catch.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "lib/model/memory_check.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/train/batch_threads.h"
+#include "lib/train/matmul_choice.h"
 #include "lib/train/startup_cache.h"
 #include "lib/train/trainer.h"
 #include "tests/app_runner.h"
@@ -16,9 +24,27 @@
 using namespace hg;
 using namespace hg::test;
 
-static std::string breach_text() { return corpus(80, "once more unto the breach, dear friends, once more; or close the wall up.\n"); }
+namespace {
 
-TEST_CASE("--batch_threads is auto or a positive integer; the replica candidate divides the batch", "[batch_threads]") {
+std::string breach_text() { return corpus(80, "once more unto the breach, dear friends, once more; or close the wall up.\n"); }
+
+struct Tiny {
+    std::string text = breach_text();
+    Tokenizer tok = Tokenizer::from_text(text);
+    std::vector<int> ids = tok.encode(text);
+    GPTConfig c;
+    TrainConfig tc;
+    Tiny() {
+        c.vocab_size = tok.size(), c.block_size = 16, c.n_layer = 1, c.n_head = 2, c.n_embd = 16;
+        tc.batch_size = 4;
+        tc.batch_threads = 3;  // ignored: auto decides
+    }
+};
+
+}  // namespace
+
+TEST_CASE("--batch_threads is auto or a positive integer; auto considers the divisors of the batch that fit",
+          "[batch_threads]") {
     CHECK(parse_batch_threads("auto") == 0);
     CHECK(parse_batch_threads("1") == 1);
     CHECK(parse_batch_threads("3") == 3);
@@ -26,116 +52,185 @@ TEST_CASE("--batch_threads is auto or a positive integer; the replica candidate 
         INFO("'" << bad << "'");
         REQUIRE_THROWS_WITH(parse_batch_threads(bad), Catch::Contains("--batch_threads must be auto or a positive integer"));
     }
-    // The most threads, up to the threads there are, that divide the batch; 1 when none above 1 does.
-    CHECK(replica_candidate(12, 2) == 2);
-    CHECK(replica_candidate(12, 4) == 4);
-    CHECK(replica_candidate(12, 5) == 4);
-    CHECK(replica_candidate(6, 4) == 3);
-    CHECK(replica_candidate(16, 16) == 16);
-    CHECK(replica_candidate(4, 16) == 4);
-    CHECK(replica_candidate(7, 2) == 1);
-    CHECK(replica_candidate(12, 1) == 1);
-    CHECK(replica_candidate(1, 4) == 1);
+    const auto all = [](int) { return true; };
+    using V = std::vector<int>;
+    CHECK(batch_threads_candidates(12, 2, all) == V{1, 2});
+    CHECK(batch_threads_candidates(12, 5, all) == V{1, 2, 3, 4});
+    CHECK(batch_threads_candidates(12, 16, all) == V{1, 2, 3, 4, 6, 12});
+    CHECK(batch_threads_candidates(64, 128, all) == V{1, 2, 4, 8, 16, 32, 64});
+    CHECK(batch_threads_candidates(7, 2, all) == V{1});
+    CHECK(batch_threads_candidates(12, 1, all) == V{1});
+    CHECK(batch_threads_candidates(1, 4, all) == V{1});
+    // Only those that fit; one model always (the run's memory check refuses it otherwise).
+    CHECK(batch_threads_candidates(12, 16, [](int R) { return R <= 3; }) == V{1, 2, 3});
+    CHECK(batch_threads_candidates(12, 16, [](int) { return false; }) == V{1});
 }
 
-TEST_CASE("auto picks a valid setting: untimed 1 without a choice, else the faster of two timed ones",
+TEST_CASE("auto: untimed with nothing to choose, else the fastest backend and batch threads, timed together",
           "[batch_threads][train]") {
-    const std::string text = breach_text();
-    const Tokenizer tok = Tokenizer::from_text(text);
-    const std::vector<int> ids = tok.encode(text);
-    GPTConfig c;
-    c.vocab_size = tok.size(), c.block_size = 16, c.n_layer = 1, c.n_head = 2, c.n_embd = 16;
-    TrainConfig tc;
-    tc.batch_size = 4;
-    tc.batch_threads = 3;  // ignored: auto decides
+    const Tiny t;
+    TempDir tmp("handgrad-step-setup");
+    const CacheDir cache(tmp.path.string());
+    StepSetupFlags flags;
 
-    const BatchThreadsChoice one = choose_batch_threads(c, tc, 1, ids, Dist{});
+    const StepSetup one = choose_step_setup(t.c, t.tc, 1, t.ids, [&] { StepSetupFlags f; f.matmul = "openblas"; return f; }());
     CHECK(one.batch_threads == 1);
-    CHECK(one.ms_replicas == 0);
-    CHECK(one.ms_shared == 0);
-    CHECK(one.why == "one thread");
+    CHECK(one.backend == MatmulBackend::OpenBLAS);
+    CHECK(one.choice.ms.empty());  // nothing timed
+    CHECK(one.batch_threads_why == "one thread");
+    CHECK(one.matmul_why == "as --matmul says");
 
-    TrainConfig odd = tc;
+    TrainConfig odd = t.tc;
     odd.batch_size = 3;
-    const BatchThreadsChoice none = choose_batch_threads(c, odd, 2, ids, Dist{});
-    CHECK(none.batch_threads == 1);
-    CHECK(none.candidate == 1);
-    CHECK(none.ms_replicas == 0);
-    CHECK(none.why.find("divides batch_size 3") != std::string::npos);
+    const StepSetup none = choose_step_setup(t.c, odd, 2, t.ids, [&] { StepSetupFlags f; f.matmul = "highway"; return f; }());
+    CHECK(none.Rs == std::vector<int>{1});
+    CHECK(none.batch_threads_why.find("divides batch_size 3") != std::string::npos);
 
-    const BatchThreadsChoice timed = choose_batch_threads(c, tc, 2, ids, Dist{});
-    INFO(timed.why);
-    CHECK(timed.candidate == 2);
-    CHECK(timed.ms_replicas > 0);
-    CHECK(timed.ms_shared > 0);
-    CHECK(timed.batch_threads == (timed.ms_replicas < timed.ms_shared ? 2 : 1));
-    CHECK(tc.batch_size % timed.batch_threads == 0);
-    CHECK(timed.why.find("ms per step against") != std::string::npos);
+    const StepSetup timed = choose_step_setup(t.c, t.tc, 2, t.ids, flags);
+    INFO(timed.batch_threads_why << " | " << timed.matmul_why);
+    CHECK(timed.Rs == std::vector<int>{1, 2});
+    CHECK(timed.backends == matmul_backends());
+    REQUIRE(timed.choice.ms.size() == 2 * matmul_backends().size());
+    for (double ms : timed.choice.ms) CHECK(ms > 0);
+    const size_t fastest = std::min_element(timed.choice.ms.begin(), timed.choice.ms.end()) - timed.choice.ms.begin();
+    CHECK(timed.choice.taken == fastest);
+    CHECK(timed.choice.by == ChosenBy::Measured);
+    CHECK(timed.choice.seconds > 0);
+    const size_t nb = matmul_backends().size();
+    CHECK(timed.batch_threads == timed.Rs[fastest / nb]);
+    CHECK(timed.backend == matmul_backends()[fastest % nb]);
+    CHECK(timed.batch_threads_why.find("a step of ~") != std::string::npos);
+    CHECK(timed.batch_threads_why.find("timed in") != std::string::npos);
 
-    SECTION("an answer is remembered when it is clear or was long to measure; a close, quick one is not") {
-        TempDir tmp("handgrad-batch-threads-cache");
-        CacheDir cache(tmp.path.string());
-        const BatchThreadsChoice first = choose_batch_threads(c, tc, 2, ids, Dist{});
-        const BatchThreadsChoice again = choose_batch_threads(c, tc, 2, ids, Dist{});
-        INFO(first.why << " | " << again.why);
-        CHECK(first.seconds > 0);
-        if (choice_worth_remembering({first.ms_replicas, first.ms_shared}, first.seconds)) {
-            CHECK(again.why.find("remembered") != std::string::npos);
-            CHECK(again.seconds == 0);  // nothing timed
-            CHECK(again.batch_threads == first.batch_threads);
-            CHECK(again.ms_replicas == Approx(first.ms_replicas).margin(1e-3));  // kept to 3 decimals
-        } else {
-            CHECK(first.why.find("too close to remember") != std::string::npos);
-            CHECK(again.why.find("remembered") == std::string::npos);
-            CHECK(again.seconds > 0);  // timed afresh
-        }
+    SECTION("memory: a layout whose replicas do not fit is not considered; given, it is refused") {
+        const MemoryNeed need1 = memory_need(t.c, t.tc.batch_size, t.c.block_size, 1, 3);
+        const MemoryNeed need2 = memory_need(t.c, t.tc.batch_size, t.c.block_size, 2, 3);
+        REQUIRE(need2.total() > need1.total());  // a replica's gradient arena, at least
+        StepSetupFlags tight;
+        tight.memory_bytes = (need1.total() + need2.total()) / 2 / 0.9;
+        const StepSetup fits = choose_step_setup(t.c, t.tc, 2, t.ids, tight);
+        CHECK(fits.Rs == std::vector<int>{1});
+        CHECK(fits.batch_threads == 1);
+        CHECK(fits.batch_threads_why.find("do not fit") != std::string::npos);
+        CHECK_NOTHROW(check_memory(need1, *tight.memory_bytes));
+        CHECK_THROWS_WITH(check_memory(need2, *tight.memory_bytes), Catch::Contains("available"));
+    }
+
+    SECTION("a second run takes the answer as recorded, ties and all: nothing timed, the same choice") {
+        const StepSetup again = choose_step_setup(t.c, t.tc, 2, t.ids, flags);
+        CHECK(again.choice.by == ChosenBy::Remembered);
+        CHECK(again.choice.seconds == 0);
+        CHECK(again.batch_threads == timed.batch_threads);
+        CHECK(again.backend == timed.backend);
+        CHECK(again.batch_threads_why.find("remembered") != std::string::npos);
+        // A line whose times all tie, naming the last option: the last is taken, not the first
+        // of equals (a re-decision from rounded times could flip a tie between a run and its replay).
+        const std::string key = step_choice_key(t.c, t.tc, 2);
+        std::string options, times;
+        for (int R : {1, 2})
+            for (MatmulBackend b : matmul_backends()) options += fmt::format(" {}/{}", to_string(b), R), times += " 5";
+        const std::string last = fmt::format("{}/2", to_string(matmul_backends().back()));
+        cache_put(key + " | options" + options, last + times);
+        const StepSetup tie = choose_step_setup(t.c, t.tc, 2, t.ids, flags);
+        CHECK(tie.choice.by == ChosenBy::Remembered);
+        CHECK(tie.batch_threads == 2);
+        CHECK(tie.backend == matmul_backends().back());
+        // Another key (here: other threads) is measured afresh.
+        CHECK(choose_step_setup(t.c, t.tc, 3, t.ids, flags).choice.by == ChosenBy::Measured);
     }
 
     SECTION("a resumed run keeps the setting its checkpoint records, while it still fits") {
-        TempDir tmp("handgrad-batch-threads");
-        const std::string path = (tmp.path / "ckpt.safetensors").string();
-        TrainConfig two = tc;
+        TempDir dir("handgrad-batch-threads");
+        const std::string path = (dir.path / "ckpt.safetensors").string();
+        TrainConfig two = t.tc;
         two.batch_threads = 2;
-        Trainer t;
-        t.start(c, two, tok.vocab, ids, ids);
-        t.step();
-        t.save(path);
+        Trainer tr;
+        tr.start(t.c, two, t.tok.vocab, t.ids, t.ids);
+        tr.run_info = nlohmann::json{{"matmul", "highway"}}.dump();
+        tr.step();
+        tr.save(path);
         const Checkpoint ck = Checkpoint::load(path);
-        const BatchThreadsChoice kept = choose_batch_threads(c, tc, 2, ids, Dist{}, &ck);
+        StepSetupFlags resumed;
+        resumed.resumed = &ck;
+        const StepSetup kept = choose_step_setup(t.c, t.tc, 2, t.ids, resumed);
         CHECK(kept.batch_threads == 2);
-        CHECK(kept.ms_replicas == 0);  // nothing timed
-        CHECK(kept.why == "as the checkpoint was trained");
+        CHECK(kept.backend == MatmulBackend::Highway);
+        CHECK(kept.choice.ms.empty());  // nothing timed
+        CHECK(kept.batch_threads_why == "as the checkpoint was trained");
+        CHECK(kept.matmul_why == "auto: as the checkpoint was trained");
         // Not with one thread, nor with a batch it does not divide: then auto decides afresh.
-        CHECK(choose_batch_threads(c, tc, 1, ids, Dist{}, &ck).batch_threads == 1);
-        CHECK(choose_batch_threads(c, odd, 2, ids, Dist{}, &ck).batch_threads == 1);
+        CHECK(choose_step_setup(t.c, t.tc, 1, t.ids, resumed).batch_threads == 1);
+        CHECK(choose_step_setup(t.c, odd, 2, t.ids, resumed).batch_threads == 1);
+        // A flag wins over the record.
+        resumed.matmul = "openblas";
+        CHECK(choose_step_setup(t.c, t.tc, 2, t.ids, resumed).backend == MatmulBackend::OpenBLAS);
     }
 }
 
-TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bit for bit; bad values get one line",
-          "[apps][batch_threads]") {
+TEST_CASE("the step's work: the products of a deep model carried from one and two blocks, the rest timed",
+          "[batch_threads][matmul]") {
+    Tiny t;
+    t.c.n_layer = 4, t.c.dropout = 0.1f;
+    for (int R : {1, 2}) {
+        INFO("batch threads " << R);
+        t.tc.batch_threads = R;
+        const ModelWork work = training_step_work(t.c, t.tc, t.ids);
+        CHECK(work.other_ms > 0);
+        const std::vector<MatmulCall> whole = record_matmuls([&] {
+            Trainer tr;
+            tr.start(t.c, t.tc, t.tok.vocab, t.ids, t.ids);
+            tr.step();
+        });
+        REQUIRE(work.calls.size() == whole.size());
+        for (const MatmulCall& w : whole) {
+            const auto it = std::find_if(work.calls.begin(), work.calls.end(),
+                                         [&](const MatmulCall& m) { return m.same_call(w); });
+            REQUIRE(it != work.calls.end());
+            CHECK(it->count == w.count);
+            CHECK(it->team == (R > 1 ? R : it->team));  // inside the replicas: R side by side
+        }
+    }
+}
+
+TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bit for bit; a second run takes it "
+          "from the cache; bad values get one line", "[apps][batch_threads]") {
     TempDir tmp("handgrad-batch-threads");
     const std::string data = write_file(tmp.path / "data.txt", breach_text());
-    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
+    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string(), c = (tmp.path / "c").string();
+    // kTiny's --matmul and --threads are replaced: the later flag wins.
     const std::string common = bin("train") + kTiny + " --max_iters=6 --eval_interval=3 --dropout=0.1 --threads=2"
-                               " --data=" + data;
-    const Run autorun = run(common + " --out_dir=" + a);
+                               " --matmul=auto --data=" + data;
+    const std::string cache = "HANDGRAD_CACHE_DIR=" + (tmp.path / "cache").string() + " ";
+    const Run autorun = run(cache + common + " --out_dir=" + a);
     INFO(autorun.output);
     REQUIRE(autorun.status == 0);
     std::smatch m;
     REQUIRE(std::regex_search(autorun.output, m, std::regex("batch threads: ([0-9]+) \\(auto: ")));
     const std::string chosen = m[1];
     CHECK((chosen == "1" || chosen == "2"));
+    CHECK(autorun.output.find("timed in") != std::string::npos);
     // The same matmul backend too: another one would be another run (lib/kernels/matmul.h).
     REQUIRE(std::regex_search(autorun.output, m, std::regex("matmul: ([a-z]+) ")));
-    const Run explicit_run = run(common + " --batch_threads=" + chosen + " --matmul=" + std::string(m[1]) +
+    const std::string backend = m[1];
+    const Run explicit_run = run(cache + common + " --batch_threads=" + chosen + " --matmul=" + backend +
                                  " --out_dir=" + b);
     INFO(explicit_run.output);
     REQUIRE(explicit_run.status == 0);
     CHECK(explicit_run.output.find("(auto: ") == std::string::npos);
     CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 10);
 
+    // The second run with auto: remembered, the same choices, the same run.
+    const Run second = run(cache + common + " --out_dir=" + c);
+    INFO(second.output);
+    REQUIRE(second.status == 0);
+    CHECK(second.output.find("batch threads: " + chosen + " (auto: ") != std::string::npos);
+    CHECK(second.output.find("matmul: " + backend + " (auto: ") != std::string::npos);
+    CHECK(second.output.find("remembered from an earlier run") != std::string::npos);
+    CHECK(second.output.find("timed in") == std::string::npos);
+    CHECK(check_same_tensors(a + "/ckpt.safetensors", c + "/ckpt.safetensors") > 10);
+
     // One thread: nothing to choose, nothing timed.
-    const Run single = run(common + " --threads=1 --out_dir=" + b);
+    const Run single = run(cache + common + " --threads=1 --matmul=openblas --out_dir=" + b);
     INFO(single.output);
     CHECK(single.status == 0);
     CHECK(single.output.find("batch threads: 1 (auto: one thread)") != std::string::npos);

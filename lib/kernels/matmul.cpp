@@ -16,18 +16,20 @@ namespace hg {
 
 static std::atomic<MatmulBackend> g_backend{MatmulBackend::OpenBLAS};
 static std::atomic<std::vector<MatmulCall>*> g_record{nullptr};
+static std::atomic<bool> g_record_computes{true};
 static std::mutex g_record_lock;
 
 bool MatmulCall::same_call(const MatmulCall& o) const {
     return form == o.form && M == o.M && N == o.N && K == o.K && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
-           beta == o.beta && nested == o.nested;
+           beta == o.beta && team == o.team;
 }
 
 static void record(MatmulForm form, int M, int N, int K, int lda, int ldb, int ldc, float beta) {
     std::lock_guard<std::mutex> hold(g_record_lock);
     std::vector<MatmulCall>* sink = g_record.load();
     if (!sink) return;
-    MatmulCall c{form, M, N, K, lda, ldb, ldc, beta, omp_in_parallel() != 0, 1};
+    const int team = omp_in_parallel() ? omp_get_team_size(omp_get_active_level()) : 1;
+    MatmulCall c{form, M, N, K, lda, ldb, ldc, beta, team, 1};
     for (MatmulCall& seen : *sink)
         if (seen.same_call(c)) return void(seen.count++);
     sink->push_back(c);
@@ -70,7 +72,10 @@ static void onednn_sgemm(bool ta, bool tb, float* c, const float* a, const float
 // c = alpha·op(a)·op(b) + beta·c, row-major; ta/tb say which operand is transposed.
 static void product(MatmulForm form, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
                     int lda, int ldb, int ldc, float alpha, float beta) {
-    if (g_record.load(std::memory_order_relaxed)) record(form, M, N, K, lda, ldb, ldc, beta);
+    if (g_record.load(std::memory_order_relaxed)) {
+        record(form, M, N, K, lda, ldb, ldc, beta);
+        if (!g_record_computes.load()) return;
+    }
     const MatmulBackend backend = g_backend.load(std::memory_order_relaxed);
     if (backend == MatmulBackend::Highway)
         return split_product(gemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
@@ -141,9 +146,10 @@ void matmul_use(MatmulBackend b) {
 
 MatmulBackend matmul_current() { return g_backend.load(); }
 
-void matmul_record(std::vector<MatmulCall>* sink) {
+void matmul_record(std::vector<MatmulCall>* sink, bool compute) {
     std::lock_guard<std::mutex> hold(g_record_lock);
     g_record = sink;
+    g_record_computes = compute || !sink;
 }
 
 }  // namespace hg

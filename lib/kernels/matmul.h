@@ -73,20 +73,23 @@ std::vector<MatmulBackend> matmul_backends(); // the available ones, OpenBLAS fi
 void matmul_use(MatmulBackend b);
 MatmulBackend matmul_current();
 
-// One product as a layer called it: its form, c (M,N) and the inner size K, the three row
-// strides, beta, and whether it ran inside one of our parallel regions (then single-threaded,
-// side by side with others).
+// One product as a layer called it: which form, its sizes, its strides, beta, and the threads
+// of the parallel region of ours it ran in (then single-threaded, side by side with as many
+// others; 1: outside any, split over the process's threads).
 struct MatmulCall {
     MatmulForm form = MatmulForm::NN;
     int M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
     float beta = 0;
-    bool nested = false;
+    int team = 1;
     long count = 0;  // how many times the recorded work made this call
+    bool nested() const { return team > 1; }
     bool same_call(const MatmulCall& o) const;
 };
 // While `sink` is set, every product is also appended to it (merged with an equal call by its
-// count); nullptr stops recording. For calibration only: recording takes a lock per product.
-void matmul_record(std::vector<MatmulCall>* sink);
+// count); nullptr stops recording. With compute = false the recorded products are not
+// computed (their outputs keep what they held): what is left of the work is everything else,
+// for timing that on its own. For calibration only: recording takes a lock per product.
+void matmul_record(std::vector<MatmulCall>* sink, bool compute = true);
 // Runs `call` once (alpha 1) with the current backend on the given buffers.
 void matmul_run(const MatmulCall& call, float* c, const float* a, const float* b);
 

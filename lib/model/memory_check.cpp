@@ -61,12 +61,14 @@ std::optional<double> available_memory_bytes() {
 
 static std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1 << 30)); }
 
+bool memory_fits(const MemoryNeed& need, double available) { return need.total() <= 0.9 * available; }
+
 void check_memory(const MemoryNeed& need, double available, const std::string& batch_flag) {
-    const double budget = 0.9 * available;
-    if (need.total() <= budget) return;
+    if (memory_fits(need, available)) return;
     // The largest batch (a multiple of the replicas) that fits, by bisection: the need grows with it.
     const auto fits = [&](int b) {
-        return memory_need(need.config, b, need.T, need.replicas, need.state_copies, need.with_bf16).total() <= budget;
+        return memory_fits(memory_need(need.config, b, need.T, need.replicas, need.state_copies, need.with_bf16),
+                           available);
     };
     int lo = 0, hi = need.batch_size / need.replicas;  // in rows per replica: lo fits (or is 0), hi does not
     while (hi - lo > 1) {

@@ -4,10 +4,12 @@
 // needs is known before it allocates: the state (weights, AdamW's two moments, a gradient per
 // model replica) and the activations with their backward scratch (per replica, for its rows).
 // That is compared with what the kernel says a new process can still get without swapping
-// (MemAvailable in /proc/meminfo, or a container's cgroup limit when that is lower). A run that does not fit is refused with the numbers and a
-// batch size that would fit, instead of being killed by the kernel's OOM killer later.
-// The check leaves 10 % of MemAvailable for everything the arenas do not count (the data, the
-// checkpoint buffer, the libraries).
+// (MemAvailable in /proc/meminfo, or a container's cgroup limit when that is lower). A run that
+// does not fit is refused with the numbers and a batch size that would fit, instead of being
+// killed by the kernel's OOM killer later. The check leaves 10 % of MemAvailable for
+// everything the arenas do not count (the data, the checkpoint buffer, the libraries). Each
+// replica adds a gradient arena: train checks one model before `--batch_threads=auto` chooses,
+// and auto then considers only the replicas that fit (memory_fits, lib/train/batch_threads.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +47,9 @@ MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int repli
 // MemAvailable from /proc/meminfo, in bytes, or less when the cgroup's memory.max leaves less
 // (a container's limit); nothing when neither can be read.
 std::optional<double> available_memory_bytes();
+
+// Whether `need` fits in `available` bytes: need.total() within 90 % of it.
+bool memory_fits(const MemoryNeed& need, double available);
 
 // hg::Error when need.total() exceeds 90 % of `available`, e.g. "needs 31.2 GiB of
 // activations for batch 64 × 1024 (plus 1.4 GiB of weights and optimizer state); 22.9 GiB

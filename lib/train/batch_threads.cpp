@@ -2,13 +2,11 @@
 #include "lib/train/batch_threads.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 #include "lib/core/errors.h"
-#include "lib/kernels/matmul.h"
-#include "lib/train/startup_cache.h"
-#include "lib/train/trainer.h"
+#include "lib/model/memory_check.h"
+#include "lib/train/matmul_choice.h"
 
 namespace hg {
 
@@ -21,10 +19,11 @@ int parse_batch_threads(const std::string& s) {
     return n;
 }
 
-int replica_candidate(int batch_size, int threads) {
-    for (int R = std::min(batch_size, threads); R > 1; R--)
-        if (batch_size % R == 0) return R;
-    return 1;
+std::vector<int> batch_threads_candidates(int batch_size, int threads, const std::function<bool(int)>& fits) {
+    std::vector<int> Rs{1};
+    for (int R = 2; R <= std::min(batch_size, threads); R++)
+        if (batch_size % R == 0 && fits(R)) Rs.push_back(R);
+    return Rs;
 }
 
 // The batch_threads a checkpoint's train_config records; 0 when it records none (a checkpoint
@@ -39,103 +38,103 @@ static int recorded_batch_threads(const std::string& train_config) {
     }
 }
 
-static double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+std::string step_choice_key(const GPTConfig& config, const TrainConfig& train, int threads) {
+    return "step | " + training_key(config, train, threads);
 }
 
-// The median step time in ms of a model of its own with `R` batch threads: one untimed step
-// (cold caches, thread pools), then at least 3 timed ones, more while they take under 0.25 s. A
-// step of over 2 s is timed once, cold: its cold start is a small part of it, and three more
-// of each setting would hold up the start of a long run by minutes.
-static double median_step_ms_at(const GPTConfig& config, TrainConfig t, int R, const TokenView& ids) {
-    t.batch_threads = R;
-    t.gradient_accumulation_steps = 1;
-    t.time_budget = 0;
-    Trainer trainer;  // one process (no collectives): each rank times its own
-    trainer.start(config, t, std::vector<std::string>(config.vocab_size, ""), ids, ids);
-    const auto cold = std::chrono::steady_clock::now();
-    trainer.step();
-    const double cold_seconds = seconds_since(cold);
-    if (cold_seconds > 2) return 1000 * cold_seconds;
-    std::vector<double> ms;
-    const auto t0 = std::chrono::steady_clock::now();
-    while (ms.size() < 3 || (ms.size() < 20 && seconds_since(t0) < 0.25)) {
-        const auto s0 = std::chrono::steady_clock::now();
-        trainer.step();
-        ms.push_back(1000 * seconds_since(s0));
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+// Why R is the only batch threads auto had: one thread, no divisor, or memory.
+static std::string why_only(int batch_size, int threads, const StepSetupFlags& flags) {
+    if (threads <= 1) return "one thread";
+    if (batch_threads_candidates(batch_size, threads, [](int) { return true; }).size() == 1)
+        return fmt::format("no number of threads from 2 to {} divides batch_size {}", threads, batch_size);
+    return fmt::format("the arenas of more batch threads do not fit in the {:.1f} GiB available",
+                       flags.memory_bytes.value_or(0) / double(1 << 30));
 }
 
-// The same for the whole model, from models of one and two blocks when it has more: each block
-// adds the same work, so the step of n_layer blocks is the one-block step plus n_layer - 1 times
-// what the second block added. A deep model's start-up then times two small models per
-// setting instead of the whole one.
-static double median_step_ms(const GPTConfig& config, const TrainConfig& t, int R, const TokenView& ids) {
-    if (config.n_layer <= 2) return median_step_ms_at(config, t, R, ids);
-    GPTConfig one = config, two = config;
-    one.n_layer = 1, two.n_layer = 2;
-    const double ms1 = median_step_ms_at(one, t, R, ids), ms2 = median_step_ms_at(two, t, R, ids);
-    return ms1 + (config.n_layer - 1) * std::max(0.0, ms2 - ms1);
+static std::string layout(int R, int batch_size, int threads) {
+    if (R > 1) return fmt::format("{} replicas of {} rows", R, batch_size / R);
+    return threads > 1 ? fmt::format("all {} threads on one model", threads) : std::string("one model, one thread");
 }
 
-BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConfig& train, int threads,
-                                        const TokenView& ids, const Dist& dist, const Checkpoint* resumed) {
-    BatchThreadsChoice c;
-    c.candidate = replica_candidate(train.batch_size, threads);
-    const int recorded = resumed ? recorded_batch_threads(resumed->progress.train_config) : 0;
-    if (recorded >= 1 && recorded <= threads && train.batch_size % recorded == 0) {
-        c.batch_threads = recorded;
-        c.why = "as the checkpoint was trained";
-        return c;
+StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, int threads, const TokenView& ids,
+                            const StepSetupFlags& flags, const Dist& dist) {
+    StepSetup s;
+    const int B = train.batch_size;
+    const std::string train_config = flags.resumed ? flags.resumed->progress.train_config : "";
+    // The backends left to choose from: the flag's, else the checkpoint's, else all.
+    const std::optional<MatmulBackend> given = parse_matmul_flag(flags.matmul);
+    const std::optional<MatmulBackend> kept = flags.resumed ? recorded_matmul(train_config) : std::nullopt;
+    s.backends = given ? std::vector<MatmulBackend>{*given} : kept ? std::vector<MatmulBackend>{*kept} : matmul_backends();
+    // The batch threads likewise; a recorded one only while it still divides the batch within the threads.
+    const int recorded = flags.resumed ? recorded_batch_threads(train_config) : 0;
+    const bool keep_R = flags.batch_threads == 0 && recorded >= 1 && recorded <= threads && B % recorded == 0;
+    const auto fits = [&](int R) {
+        const MemoryNeed need = memory_need(config, B, config.block_size, R, 3, train.dtype == DType::BFloat16);
+        return !flags.memory_bytes || memory_fits(need, *flags.memory_bytes);
+    };
+    s.Rs = flags.batch_threads > 0 ? std::vector<int>{flags.batch_threads}
+           : keep_R               ? std::vector<int>{recorded}
+                                  : batch_threads_candidates(B, threads, fits);
+
+    std::vector<std::string> names;
+    for (int R : s.Rs)
+        for (MatmulBackend b : s.backends) names.push_back(fmt::format("{}/{}", to_string(b), R));
+    s.choice = choose_at_startup(names, step_choice_key(config, train, threads), [&] {
+        std::vector<double> ms;
+        for (int R : s.Rs) {
+            TrainConfig t = train;
+            t.batch_threads = R;
+            const ModelWork work = training_step_work(config, t, ids);
+            for (double products : time_matmul_calls(work.calls, s.backends, threads))
+                ms.push_back(products + work.other_ms);
+        }
+        return ms;
+    }, dist);
+    const size_t nb = s.backends.size();
+    s.backend = s.backends[s.choice.taken % nb];
+    s.batch_threads = s.Rs[s.choice.taken / nb];
+
+    // The header lines: for each choice, the taken setting's step against the others'.
+    const bool timed = !s.choice.ms.empty();
+    const std::string source = s.choice.source();
+    if (s.Rs.size() > 1 && timed) {
+        std::vector<double> ms;  // each R at its best backend
+        std::vector<std::string> labels;
+        for (size_t r = 0; r < s.Rs.size(); r++) {
+            ms.push_back(*std::min_element(s.choice.ms.begin() + r * nb, s.choice.ms.begin() + (r + 1) * nb));
+            labels.push_back(layout(s.Rs[r], B, threads));
+        }
+        StartupChoice by_R = s.choice;
+        by_R.ms = ms, by_R.taken = s.choice.taken / nb;
+        s.batch_threads_why = fmt::format("{}, a step of ~{}; {}", layout(s.batch_threads, B, threads),
+                                          by_R.compared(labels), source);
+    } else {
+        s.batch_threads_why = flags.batch_threads > 0 ? "as --batch_threads says"
+                              : keep_R               ? "as the checkpoint was trained"
+                              : s.Rs.size() == 1     ? why_only(B, threads, flags)
+                                                     : source;
     }
-    // A setting measured earlier on this machine for these shapes is taken as it was.
-    const std::string key = fmt::format("batch_threads | {} | threads {} | {} | B {} {} {} | matmul {}",
-                                        machine_signature(), threads, config_key(config), train.batch_size,
-                                        to_string(train.optimizer), to_string(train.dtype), to_string(matmul_current()));
-    bool remembered = false;
-    if (c.candidate > 1) {
-        // The value: the batch threads taken, then the ms with replicas and with one shared model.
-        const std::optional<RememberedChoice> seen = decode_choice(cache_get(key).value_or(""), 2);
-        remembered = seen && (seen->taken == "1" || seen->taken == std::to_string(c.candidate));
-        if (remembered) c.ms_replicas = seen->ms[0], c.ms_shared = seen->ms[1];
-        // Every rank must agree on using it (each has its own cache only if on its own host).
-        remembered = dist_mean(dist, remembered ? 1.0 : 0.0) == 1.0;
-        if (remembered) c.ms_replicas = dist_mean(dist, c.ms_replicas), c.ms_shared = dist_mean(dist, c.ms_shared);
+    if (given) {
+        s.matmul_why = "as --matmul says";
+    } else if (kept) {
+        s.matmul_why = "auto: as the checkpoint was trained";
+    } else if (nb == 1) {
+        s.matmul_why = "auto: the only backend in this build";
+    } else if (!timed) {
+        s.matmul_why = "auto: " + source;
+    } else {
+        const size_t r = s.choice.taken / nb;
+        StartupChoice by_backend = s.choice;
+        by_backend.ms.assign(s.choice.ms.begin() + r * nb, s.choice.ms.begin() + (r + 1) * nb);
+        by_backend.taken = s.choice.taken % nb;
+        std::vector<std::string> labels;
+        for (MatmulBackend b : s.backends) labels.push_back(to_string(b));
+        s.matmul_why = no_float_products(by_backend.ms)
+                           ? "auto: the step makes no float products (its products are bf16), so the first"
+                           : fmt::format("auto: a step of ~{} ({}); {}", by_backend.compared(labels),
+                                         layout(s.batch_threads, B, threads), source);
     }
-    // Every rank takes part in the two means below, whatever its own candidate.
-    const auto t0 = std::chrono::steady_clock::now();
-    const bool timed = c.candidate > 1;
-    if (timed && !remembered) {
-        c.ms_replicas = median_step_ms(config, train, c.candidate, ids);
-        c.ms_shared = median_step_ms(config, train, 1, ids);
-    }
-    if (!remembered) {
-        c.ms_replicas = dist_mean(dist, c.ms_replicas);
-        c.ms_shared = dist_mean(dist, c.ms_shared);
-        c.seconds = dist_mean(dist, seconds_since(t0));
-    }
-    if (!timed) {
-        c.why = threads <= 1 ? "one thread"
-                             : fmt::format("no number of threads from 2 to {} divides batch_size {}", threads,
-                                           train.batch_size);
-        return c;
-    }
-    const bool replicas = c.ms_replicas < c.ms_shared;
-    c.batch_threads = replicas ? c.candidate : 1;
-    const bool remember = !remembered && choice_worth_remembering({c.ms_replicas, c.ms_shared}, c.seconds);
-    if (remember && dist.rank == 0)
-        cache_put(key, encode_choice({std::to_string(c.batch_threads), {c.ms_replicas, c.ms_shared}}));
-    const std::string with_replicas = fmt::format("{} replicas of {} rows", c.candidate, train.batch_size / c.candidate);
-    const std::string shared = fmt::format("all {} threads on one model", threads);
-    c.why = fmt::format("{}, {:.1f} ms per step against {:.1f} ms with {}; {}",
-                        replicas ? with_replicas : shared, replicas ? c.ms_replicas : c.ms_shared,
-                        replicas ? c.ms_shared : c.ms_replicas, replicas ? shared : with_replicas,
-                        remembered ? fmt::format("remembered from an earlier run on this machine ({})", cache_path())
-                                   : fmt::format("timing took {:.1f} s{}", c.seconds,
-                                                 remember ? "" : "; too close to remember, measured again next run"));
-    return c;
+    return s;
 }
 
 }  // namespace hg

@@ -1,28 +1,43 @@
-// batch_threads.h — how a process's threads share a step (trainer.h): all of them on every
-// layer of one model (batch_threads = 1), or R batch threads with a replica each, on B/R rows
-// apiece. Which is faster depends on the model, the batch and the machine (and how busy it
-// is): replicas skip the fork/join of every layer and run each sgemm at its single-thread speed;
-// one shared model keeps a single gradient arena (less memory) and lets OpenBLAS split big
-// sgemms. So `--batch_threads=auto` (train's default) times a few steps of each and takes the
-// faster: under a second for the course model on an idle machine; a setting whose step takes
-// over 2 s is timed on one step. A model of more than two blocks is timed as models of one and
-// of two blocks, the step of n_layer carried from their difference (each block adds the same
-// work), so a deep model's start-up times small models. The answer is remembered per machine,
-// shapes and matmul backend when it is clear or was long to measure (startup_cache.h): the next
-// such run starts at once; a close, quick call is measured again by the next run.
+// batch_threads.h — how a process's threads share a step (trainer.h), and which backend runs its
+// products: the two start-up choices of a training run, made together.
 //
-// Both settings compute the same step (to float rounding: the sums over rows split
-// differently), and a run with batch_threads = auto is, bit for bit, the run with the setting
-// it chose: the timing runs on a model of its own, discarded afterwards, so the run's weights,
-// sampler and iteration are never touched.
+// batch_threads = 1 puts all threads on every layer of one model; R > 1 gives R batch threads a
+// replica each, on B/R rows apiece. Which is faster depends on the model, the batch and the
+// machine: replicas skip the fork/join of every layer and run each product at its
+// single-thread speed, but each holds a gradient arena that every step zeroes and sums into the
+// model's; one shared model splits the big products over all threads. And how fast a backend
+// runs the products depends on the layout: B/R rows on one thread, or B rows on all. So the two
+// are chosen together (the ordering question has no answer otherwise: a backend timed for one
+// layout may lose on the other): the options are every pair of a backend and an R, where R
+// runs over the divisors of batch_size up to the threads whose arenas fit in memory; each
+// pair's step is estimated as
+//
+//     the products' time with that backend at that R (matmul_choice.h: recorded, timed short)
+//   + the time of everything else at that R (the same step with its products not computed)
+//
+// and the fastest pair is taken. Both parts are measured on models of one and two blocks,
+// carried to n_layer, so a deep model's start-up runs small models: about a second on the baby
+// GPT and GPT-2 small on two cores. The answer is remembered (startup_choice.h), so the next run
+// with the same shapes times nothing; a flag that gives the backend or R, or a resumed
+// checkpoint that records them, leaves only the other to choose, or nothing.
+//
+// Every setting computes the same step (to float rounding: the sums over rows split
+// differently, and each backend tiles its sums its own way), and a run with auto is, bit for
+// bit, the run with the pair it chose given as flags: the timing runs on models of its own,
+// discarded before the run's model is built, so the run's weights, sampler and iteration are
+// never touched.
 #pragma once
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/token_view.h"
-#include "lib/model/gpt.h"
+#include "lib/kernels/matmul.h"
+#include "lib/model/config.h"
 #include "lib/process/dist.h"
+#include "lib/train/startup_choice.h"
 #include "lib/train/train_config.h"
 
 namespace hg {
@@ -31,28 +46,37 @@ namespace hg {
 // (Whether it divides batch_size is TrainConfig::validate's.)
 int parse_batch_threads(const std::string& s);
 
-// The replica setting auto considers: the most batch threads, up to `threads`, that divide
-// batch_size (1: there is none above 1).
-int replica_candidate(int batch_size, int threads);
+// The batch threads auto considers: every R from 1 to `threads` that divides batch_size and
+// for which fits(R) (the arenas of R replicas fit in memory), in increasing order. 1 is always
+// among them: the run's memory check refuses a run where even one model does not fit.
+std::vector<int> batch_threads_candidates(int batch_size, int threads, const std::function<bool(int)>& fits);
 
-struct BatchThreadsChoice {
-    int batch_threads = 1;
-    int candidate = 1;          // replica_candidate, the setting timed against 1
-    double ms_replicas = 0;     // median step with `candidate` replicas (0: not timed)
-    double ms_shared = 0;       // median step with all threads on one model (0: not timed)
-    double seconds = 0;         // what the timing took
-    std::string why;            // for the run's header line
+// What the flags and the run leave to choose.
+struct StepSetupFlags {
+    std::string matmul = "auto";          // --matmul
+    int batch_threads = 0;                // --batch_threads (0: auto)
+    std::optional<double> memory_bytes;   // what the run can allocate (nothing: unknown, every R fits)
+    const Checkpoint* resumed = nullptr;  // a resumed run's checkpoint: it keeps what that records
 };
 
-// batch_threads = auto for a run of `config` with `train` (its batch_threads is ignored) on
-// `threads` threads: 1 when no setting above 1 divides batch_size within `threads`; otherwise the
-// faster of replica_candidate and 1, each timed over a few steps (one untimed first, K = 1) on
-// a model of its own drawing batches from `ids`. A resumed run (`resumed`: its checkpoint) keeps
-// the batch_threads its train_config records, when that still divides batch_size within
-// `threads`, so that it goes on as the run it resumes. Under MPI every rank calls this and gets
-// the same answer (the step times are averaged over the ranks).
-BatchThreadsChoice choose_batch_threads(const GPTConfig& config, const TrainConfig& train, int threads,
-                                        const TokenView& ids, const Dist& dist,
-                                        const Checkpoint* resumed = nullptr);
+struct StepSetup {
+    MatmulBackend backend = MatmulBackend::OpenBLAS;
+    int batch_threads = 1;
+    std::string matmul_why, batch_threads_why;  // for the run's header lines
+    // The options (every backend for every R, R outer) and how one was taken.
+    std::vector<MatmulBackend> backends;
+    std::vector<int> Rs;
+    StartupChoice choice;
+};
+
+// The backend and batch threads of a run of `config` with `train` (its batch_threads is
+// ignored) on `threads` threads, drawing batches from `ids` for the timing. Under MPI every rank
+// calls this and gets the same answer.
+StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, int threads, const TokenView& ids,
+                            const StepSetupFlags& flags, const Dist& dist = {});
+
+// The cache key of that choice (the options are added to it): the machine, the threads, the
+// shapes, the batch, the optimizer, the dtype.
+std::string step_choice_key(const GPTConfig& config, const TrainConfig& train, int threads);
 
 }  // namespace hg

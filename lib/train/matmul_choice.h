@@ -1,17 +1,20 @@
 // matmul_choice.h — `--matmul=auto|openblas|onednn|highway`: which backend runs the products
-// (lib/kernels/matmul.h), and for auto, why.
+// (lib/kernels/matmul.h), and for auto, how it is measured.
 //
-// auto measures, never guesses: it records the products one step of the run's own model makes
-// (every call with its form, sizes, strides and beta, and how often), times each distinct call
-// with each backend on this machine and these threads (the backends taking turns, run by run),
-// and takes the backend whose calls add up to less time. Recording a step of a deep model
-// would cost the step itself, so the step is recorded on models of their own with one block
-// and with two, and each call's count carried to n_layer blocks (every block makes the same
-// calls, so this is exact). The timing runs each distinct call a few times, not the whole
-// step: under a second for the course model, a few seconds for GPT-2 small. The answer is remembered per machine and shapes when it is clear or
-// was long to measure (startup_cache.h says which answers are kept and why; the baby GPT's 39
-// products take ~20 s to time), so the next such run starts at once; a close, quick call is
-// measured again by the next run.
+// auto measures: it records the products the run's own model makes (every call with its form,
+// sizes, strides and beta, and how often), times each distinct call with each backend on this
+// machine and these threads, and takes the backend whose calls add up to less time. Three
+// things keep this to about a second on any model:
+//   - the recording runs the model's work without computing its products, on models of their
+//     own with one block and with two, each call's count carried to n_layer blocks (every block
+//     makes the same calls, so this is exact);
+//   - each distinct call is timed once per backend and size, not once per use;
+//   - a long call is timed cut short along its longest dimension (shortened_call), to about 512
+//     rows a thread, and its time scaled back up: the backends block and split along that
+//     dimension, so past a few hundred rows a thread each row costs what the last did.
+// The choice itself goes through startup_choice.h (remembered, the same on every rank). A
+// training run chooses its backend and its batch threads together (batch_threads.h); the apps
+// that only run forward passes choose the backend alone (choose_matmul).
 //
 // Under --dtype=bfloat16 the linear layers' products run on oneDNN's bf16 matmul
 // (lib/kernels/matmul_bf16.h) whichever backend is chosen, so the recording holds only the
@@ -45,22 +48,58 @@ struct MatmulChoice {
     std::string why;         // for the run's header line
 };
 
-// The products `work` makes when run once, each distinct call with its count.
-std::vector<MatmulCall> record_matmuls(const std::function<void()>& work);
+// Puts back, when it goes out of scope, the backend in use when it was made: whatever switches
+// backends to time them leaves the process as it found it, an exception included.
+class MatmulBackendRestorer {
+public:
+    MatmulBackendRestorer() = default;
+    MatmulBackendRestorer(const MatmulBackendRestorer&) = delete;
+    MatmulBackendRestorer& operator=(const MatmulBackendRestorer&) = delete;
+    ~MatmulBackendRestorer() { matmul_use(before_); }
 
-// The time in ms `calls` take with each of `backends` on `threads` threads: each distinct call
-// timed (the best of a few runs after a first, the backends taking turns run by run), times its
-// count; calls recorded inside a parallel region are timed that way, one per thread side by
-// side, so they count 1/threads each.
-std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,
-                                      int threads);
+private:
+    MatmulBackend before_ = matmul_current();
+};
 
-// The calls of one training micro-step of `config` with `train`'s batch and batch threads,
-// recorded on models of one and two blocks and carried to config.n_layer.
+// The products `work` makes when run once, each distinct call with its count; with compute =
+// false they are not computed (matmul_record).
+std::vector<MatmulCall> record_matmuls(const std::function<void()>& work, bool compute = true);
+
+// What one piece of work (a training step, a forward pass) makes: its products, and the ms
+// everything else in it took (the products recorded, not computed), both carried to the
+// model's depth from models of one and two blocks.
+struct ModelWork {
+    std::vector<MatmulCall> calls;
+    double other_ms = 0;
+};
+// One training micro-step of `config` with `train`'s batch and batch threads (one untimed first
+// on the one-block model: cold caches, thread pools, oneDNN's first calls).
+ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids);
 std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
                                               const TokenView& ids);
 // The calls of one forward pass of B rows of T tokens (no targets), recorded the same way.
 std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
+
+// Seconds of one `run` with each of `backends` in use: the best of a few runs after a first,
+// the backends taking turns run by run, so a machine whose speed drifts while it measures (a
+// VM's does, by tens of percent within minutes) slows them alike. The backend in use before is
+// in use again afterwards, however this ends.
+std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<void()>& run);
+
+// `m` cut short for timing: its longest dimension (M, N or K) down to 512 per thread it runs on
+// (`threads` outside our parallel regions, one inside them), but not below the next longest, so
+// that it splits as the whole call does. *scale is the factor its time is multiplied by.
+MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale);
+
+// The time in ms `calls` take with each of `backends` on `threads` threads: each distinct call
+// timed shortened, scaled back up, times its count; a call recorded inside a parallel region of
+// n threads is timed that way, n copies side by side, so each counts 1/n.
+std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,
+                                      int threads);
+
+// True when every option took the same time: a step with no float products (under bf16), where
+// the backend does not matter and the first is taken.
+bool no_float_products(const std::vector<double>& ms);
 
 // The backend a checkpoint's train_config JSON records under "matmul" (train writes it beside
 // the TrainConfig), when it is one this build has; nullopt otherwise (an older checkpoint, one
@@ -68,14 +107,19 @@ std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
 std::optional<MatmulBackend> recorded_matmul(const std::string& train_config);
 
 // `flag` given: that backend. auto: `resumed` (what a resumed run's checkpoint records, so that
-// it goes on as the run it resumes), else the remembered answer for `key` on this machine, else the
-// faster backend on `calls()` (means over the ranks of `dist`, so that every rank picks the
-// same), remembered. The choice is not applied: matmul_use(choice.backend) does that.
+// it goes on as the run it resumes), else through choose_at_startup (startup_choice.h) with
+// the backends as options, each timed on `calls()`. The choice is not applied:
+// matmul_use(choice.backend) does that.
 MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
                            const std::function<std::vector<MatmulCall>()>& calls, int threads,
                            const Dist& dist = {}, std::optional<MatmulBackend> resumed = std::nullopt);
-// The cache key of a training run's products and of a forward pass's.
+// The cache keys of a training run's products (with its batch threads given) and of a forward
+// pass's: what the times depend on. A training run choosing its batch threads too uses
+// step_choice_key (batch_threads.h).
 std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads);
 std::string forward_matmul_key(const GPTConfig& config, int B, int T, int threads);
+// The part of a training run's keys both share: the machine, the threads, the model's shapes,
+// the batch, the optimizer and the dtype.
+std::string training_key(const GPTConfig& config, const TrainConfig& train, int threads);
 
 }  // namespace hg

@@ -1,8 +1,6 @@
 // startup_cache.cpp — see startup_cache.h.
 #include "lib/train/startup_cache.h"
 
-#include <algorithm>
-
 #include <cblas.h>
 #include <fmt/core.h>
 
@@ -76,16 +74,6 @@ void cache_put(const std::string& key, const std::string& value) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     std::ofstream f(path, std::ios::app);
     f << key << '\t' << value << '\n';  // one short line per append: concurrent runs do not interleave it
-}
-
-bool choice_is_clear(const std::vector<double>& ms) {
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    return sorted.size() < 2 || sorted[1] >= kClearMargin * sorted[0];
-}
-
-bool choice_worth_remembering(const std::vector<double>& ms, double seconds) {
-    return choice_is_clear(ms) || seconds >= kRemeasureSeconds;
 }
 
 std::string encode_choice(const RememberedChoice& c) {

@@ -1,5 +1,6 @@
-// startup_cache.h — choices a run measured at start-up (which matmul backend, how many batch
-// threads), remembered per machine so the next run with the same shapes skips the timing.
+// startup_cache.h — choices a run measured at start-up (startup_choice.h: which matmul backend,
+// how many batch threads), remembered per machine so the next run with the same shapes skips
+// the timing.
 //
 // One text file, startup-choices.txt, in $HANDGRAD_CACHE_DIR, else $XDG_CACHE_HOME/handgrad,
 // else ~/.cache/handgrad; HANDGRAD_CACHE_DIR=off (or an empty value) turns the cache off. Each
@@ -26,19 +27,6 @@ void cache_put(const std::string& key, const std::string& value);
 std::string config_key(const GPTConfig& c);
 // Where the file is ("" when the cache is off).
 std::string cache_path();
-
-// Which measured answers are kept. A run times its options (ms: one time per option, lower is
-// better) and remembers the answer only when it is clear — the fastest at least kClearMargin
-// ahead of the next, so choice_is_clear — or when measuring took kRemeasureSeconds or more.
-// A close call is what a machine busy with other work measures (on a quiet Zen 5 the course's
-// products took 7.6 ms with oneDNN against 14.9 with OpenBLAS; measured while other jobs ran,
-// 1.39 against 1.53, the wrong way round, and remembered, that answer cost every later run 60 %
-// of its speed), so the next run measures it again; but a measurement that took seconds costs
-// every start more than a close call can, so that answer is kept too.
-constexpr double kClearMargin = 1.25;
-constexpr double kRemeasureSeconds = 2.0;
-bool choice_is_clear(const std::vector<double>& ms);
-bool choice_worth_remembering(const std::vector<double>& ms, double seconds);
 
 // A remembered answer as a cache value: the option taken, then each option's ms, in the order
 // the caller measured them ("onednn 7.6 14.9 9.2", "2 3040.1 3320.7"). decode_choice gives

@@ -25,7 +25,7 @@
 // computes what R ranks of one thread would: the same rows and dropout masks, and for R = 2 the
 // same sum, to the bit (for more, MPI may add in another order). For small models this beats
 // threading every layer: no fork/join per layer, and every sgemm runs at its single-thread
-// speed. Which is faster for a given model and batch, choose_batch_threads (batch_threads.h)
+// speed. Which is faster for a given model and batch, choose_step_setup (batch_threads.h)
 // finds out.
 //
 // Everything random is explicit: batches come from `batch_rng` (saved in the checkpoint),
