@@ -355,9 +355,10 @@ TEST_CASE("a long product is timed cut short along its longest dimension, and sc
     const MatmulCall dW{MatmulForm::TN, 1152, 384, 16384, 1152, 384, 384, 1.0f, 1, 6};
     const MatmulCall head{MatmulForm::NT, 256, 50257, 768, 768, 768, 50257, 0.0f, 1, 1};
     const MatmulCall qk{MatmulForm::NT, 256, 256, 64, 1152, 1152, 256, 0.0f, 2, 384};
+    const MatmulCall replica_fwd{MatmulForm::NT, 8192, 1152, 384, 384, 384, 1152, 0.0f, 2, 12};
     for (int threads : {1, 2, 16, 64, 128})
-        for (const MatmulCall& m : {fwd, dW, head, qk}) {
-            INFO(threads << " threads, " << m.form << " " << m.M << " " << m.N << " " << m.K);
+        for (const MatmulCall& m : {fwd, dW, head, qk, replica_fwd}) {
+            INFO(threads << " threads, " << to_string(m.form) << " " << m.M << " " << m.N << " " << m.K);
             double scale = 0;
             const MatmulCall s = shortened_call(m, threads, &scale);
             // The same call but for one dimension, its strides, beta and team kept.
@@ -367,13 +368,13 @@ TEST_CASE("a long product is timed cut short along its longest dimension, and sc
             // Its time scaled up is the whole call's work, none lost to rounding.
             CHECK(scale * double(s.M) * s.N * s.K == Approx(double(m.M) * m.N * m.K));
             CHECK(scale >= 1);
-            // No dimension below 512 rows a thread it runs on or the next longest: it splits as the whole one does.
-            const int per = 512 * (m.nested() ? 1 : threads);
+            // Inside a parallel region: cut to 512. Outside: to 512 a thread, not below the next
+            // longest, so that it splits over the threads as the whole one does.
             const int longest = std::max({m.M, m.N, m.K});
-            CHECK(std::max({s.M, s.N, s.K}) == std::min(longest, std::max(per, longest == m.M ? std::max(m.N, m.K)
-                                                                               : longest == m.N ? std::max(m.M, m.K)
-                                                                                                : std::max(m.M, m.N))));
-            CHECK((s.M >= s.N) == (m.M >= m.N));
+            const int next = longest == m.M ? std::max(m.N, m.K) : longest == m.N ? std::max(m.M, m.K) : std::max(m.M, m.N);
+            const int cut = longest == m.M ? s.M : longest == m.N ? s.N : s.K;
+            CHECK(cut == std::min(longest, m.nested() ? 512 : std::max(512 * threads, next)));
+            if (!m.nested()) CHECK((s.M >= s.N) == (m.M >= m.N));
         }
     double scale = 0;
     CHECK(shortened_call(fwd, 2, &scale).M == 1152);  // cut to the next longest, N
@@ -381,6 +382,8 @@ TEST_CASE("a long product is timed cut short along its longest dimension, and sc
     CHECK(shortened_call(head, 2, &scale).N == 1024);
     CHECK(shortened_call(qk, 128, &scale).M == 256);  // nothing to cut
     CHECK(scale == 1);
+    CHECK(shortened_call(replica_fwd, 2, &scale).M == 512);
+    CHECK(scale == 16);
 }
 
 TEST_CASE("the remembered choice's key changes with everything the times depend on", "[matmul][batch_threads]") {

@@ -6,12 +6,14 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "lib/core/errors.h"
 
@@ -52,29 +54,40 @@ struct Tensor {
 };
 
 // One zeroed, 64-byte-aligned allocation of n numbers (64 bytes: an AVX-512 vector, a cache line).
+// calloc, not malloc and memset: a large block comes fresh from the kernel, already zero, and
+// its pages are mapped when first touched rather than all at once here, so building a model
+// costs no pass over memory it may never use (start-up's timing models leave most of theirs
+// untouched).
 template <typename real>
 class Arena {
 public:
     Arena() = default;
     explicit Arena(size_t n) { allocate(n); }
+    Arena(Arena&& o) noexcept { *this = std::move(o); }
+    Arena& operator=(Arena&& o) noexcept {
+        data_ = std::move(o.data_);
+        aligned_ = std::exchange(o.aligned_, nullptr), size_ = std::exchange(o.size_, 0);
+        return *this;
+    }
     void allocate(size_t n) {
         size_t bytes = ((n * sizeof(real) + 63) / 64) * 64;
         if (bytes == 0) bytes = 64;
-        void* p = std::aligned_alloc(64, bytes);
-        if (!p) fail("out of memory allocating {} MiB", bytes >> 20);
-        std::memset(p, 0, bytes);
-        data_.reset(static_cast<real*>(p));
+        void* base = std::calloc(1, bytes + 64);  // calloc aligns to 16: 64 more to align within
+        if (!base) fail("out of memory allocating {} MiB", bytes >> 20);
+        data_.reset(static_cast<real*>(base));
+        aligned_ = reinterpret_cast<real*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
         size_ = n;
     }
-    void zero() { std::memset(data_.get(), 0, size_ * sizeof(real)); }
-    real* data() const { return data_.get(); }
+    void zero() { std::memset(aligned_, 0, size_ * sizeof(real)); }
+    real* data() const { return aligned_; }
     size_t size() const { return size_; }
 
 private:
     struct Free {
         void operator()(real* p) const { std::free(p); }
     };
-    std::unique_ptr<real, Free> data_;
+    std::unique_ptr<real, Free> data_;  // what calloc returned
+    real* aligned_ = nullptr;           // the first 64-byte boundary in it
     size_t size_ = 0;
 };
 

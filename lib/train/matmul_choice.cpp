@@ -51,18 +51,18 @@ static ModelWork recorded_work(const std::function<void()>& work) {
     return w;
 }
 
-// The work of a model of n_layer blocks, from `run` on models of one and of two blocks (run(c,
-// first): c with its n_layer set; first: the first call): each block adds what the second
-// added. (A time that the second block seems to lower, as noise can, adds nothing.)
-static ModelWork by_depth(const GPTConfig& config, const std::function<ModelWork(const GPTConfig&, bool)>& run) {
-    const auto at_depth = [&](int L, bool first) {
+// The work of a model of n_layer blocks, from `run` on models of one and of two blocks (run(c):
+// c with its n_layer set): each block adds what the second added. (A time that the second
+// block seems to lower, as noise can, adds nothing.)
+static ModelWork by_depth(const GPTConfig& config, const std::function<ModelWork(const GPTConfig&)>& run) {
+    const auto at_depth = [&](int L) {
         GPTConfig c = config;
         c.n_layer = L;
-        return run(c, first);
+        return run(c);
     };
-    if (config.n_layer <= 2) return at_depth(config.n_layer, true);
-    const ModelWork one = at_depth(1, true);
-    ModelWork two = at_depth(2, false);
+    if (config.n_layer <= 2) return at_depth(config.n_layer);
+    const ModelWork one = at_depth(1);
+    ModelWork two = at_depth(2);
     for (MatmulCall& c : two.calls) {
         long c1 = 0;
         for (const MatmulCall& o : one.calls)
@@ -74,12 +74,12 @@ static ModelWork by_depth(const GPTConfig& config, const std::function<ModelWork
 }
 
 ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids) {
-    return by_depth(config, [&](const GPTConfig& c, bool first) {
+    return by_depth(config, [&](const GPTConfig& c) {
         TrainConfig t = train;
         t.gradient_accumulation_steps = 1, t.time_budget = 0;
         Trainer trainer;  // one process: only its own products are recorded
-        trainer.start(c, t, std::vector<std::string>(c.vocab_size, ""), ids, ids);
-        if (first) record_matmuls([&] { trainer.step(); }, /*compute=*/false);  // untimed
+        trainer.start_uninitialised(c, t, ids, ids);
+        record_matmuls([&] { trainer.step(); }, /*compute=*/false);  // untimed: the arenas' pages touched first
         return recorded_work([&] { trainer.step(); });
     });
 }
@@ -90,7 +90,7 @@ std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const Tra
 }
 
 std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T) {
-    return by_depth(config, [&](const GPTConfig& c, bool) {
+    return by_depth(config, [&](const GPTConfig& c) {
         GPT<float> model;
         gpt_build(model, c, B, T);
         std::vector<int> idx(size_t(B) * T, 0);
@@ -113,12 +113,12 @@ std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backend
     };
     for (MatmulBackend backend : backends) once(backend);
     std::vector<double> best(backends.size(), 1e30);
-    double total = 0, longest = 0;
-    // At least two turns and 2 ms a backend, at most 10 turns; after a run over 50 ms, one turn.
-    for (int rep = 0; rep < 10 && (rep < 2 || total < 0.002 * double(backends.size())) && longest <= 0.05; rep++)
+    double total = 0;
+    // Turns until 5 ms a backend, at most 10.
+    for (int rep = 0; rep < 10 && total < 0.005 * double(backends.size()); rep++)
         for (size_t i = 0; i < backends.size(); i++) {
             const double s = once(backends[i]);
-            best[i] = std::min(best[i], s), total += s, longest = std::max(longest, s);
+            best[i] = std::min(best[i], s), total += s;
         }
     return best;
 }
@@ -127,20 +127,22 @@ MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale) {
     MatmulCall s = m;
     int* dims[3] = {&s.M, &s.N, &s.K};
     std::stable_sort(dims, dims + 3, [](const int* a, const int* b) { return *a > *b; });
-    const long cap = 512L * (m.nested() ? 1 : std::max(1, threads));
-    const int to = int(std::max<long>(cap, *dims[1]));
+    const int to = m.nested() ? 512 : std::max(512 * std::max(1, threads), *dims[1]);
     *scale = 1;
     if (*dims[0] > to) *scale = double(*dims[0]) / to, *dims[0] = to;
     return s;
 }
 
 // Seconds of one run of `m` with each of `backends`, timed on shortened_call(m) and scaled back
-// up; a call made inside a parallel region of n threads is timed as n copies side by side, and
-// counts 1/n.
+// up. A call made inside a parallel region of n threads is timed as n copies side by side, and
+// counts 1/n; each copy makes it several times in one region (about 20 MFLOP in all), since in
+// a step such calls follow one another inside one region, not a region each.
 static std::vector<double> time_call(const MatmulCall& m, const std::vector<MatmulBackend>& backends, int threads) {
     double scale = 1;
     const MatmulCall s = shortened_call(m, threads, &scale);
     const int copies = s.team;
+    const double flops = 2.0 * s.M * s.N * double(s.K);
+    const int reps = copies == 1 ? 1 : int(std::clamp(std::ceil(2e7 / std::max(flops, 1.0)), 1.0, 100.0));
     std::vector<Arena<float>> a(copies), b(copies), c(copies);
     for (int t = 0; t < copies; t++) {
         a[t] = Arena<float>(a_size(s)), b[t] = Arena<float>(b_size(s)), c[t] = Arena<float>(c_size(s));
@@ -152,10 +154,10 @@ static std::vector<double> time_call(const MatmulCall& m, const std::vector<Matm
 #pragma omp parallel num_threads(copies)
         {
             const int t = omp_get_thread_num();
-            matmul_run(s, c[t].data(), a[t].data(), b[t].data());
+            for (int r = 0; r < reps; r++) matmul_run(s, c[t].data(), a[t].data(), b[t].data());
         }
     });
-    for (double& x : seconds) x *= scale / copies;
+    for (double& x : seconds) x *= scale / (copies * reps);
     return seconds;
 }
 

@@ -11,7 +11,7 @@
 //   - each distinct call is timed once per backend and size, not once per use;
 //   - a long call is timed cut short along its longest dimension (shortened_call), to about 512
 //     rows a thread, and its time scaled back up: the backends block and split along that
-//     dimension, so past a few hundred rows a thread each row costs what the last did.
+//     dimension, so past a few hundred rows a thread each row costs about what the last did.
 // The choice itself goes through startup_choice.h (remembered, the same on every rank). A
 // training run chooses its backend and its batch threads together (batch_threads.h); the apps
 // that only run forward passes choose the backend alone (choose_matmul).
@@ -72,8 +72,8 @@ struct ModelWork {
     std::vector<MatmulCall> calls;
     double other_ms = 0;
 };
-// One training micro-step of `config` with `train`'s batch and batch threads (one untimed first
-// on the one-block model: cold caches, thread pools, oneDNN's first calls).
+// One training micro-step of `config` with `train`'s batch and batch threads (each model's step
+// timed after an untimed one: the first touch of its arenas' pages, oneDNN's first calls).
 ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids);
 std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
                                               const TokenView& ids);
@@ -86,9 +86,10 @@ std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
 // in use again afterwards, however this ends.
 std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<void()>& run);
 
-// `m` cut short for timing: its longest dimension (M, N or K) down to 512 per thread it runs on
-// (`threads` outside our parallel regions, one inside them), but not below the next longest, so
-// that it splits as the whole call does. *scale is the factor its time is multiplied by.
+// `m` cut short for timing: its longest dimension (M, N or K) down to 512 inside our parallel
+// regions (one thread), and outside them to 512 per thread but not below the next longest, so
+// that it splits over the threads as the whole call does. *scale is the factor its time is
+// multiplied by.
 MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale);
 
 // The time in ms `calls` take with each of `backends` on `threads` threads: each distinct call

@@ -62,12 +62,18 @@ void Trainer::allocate(const GPTConfig& config) {
 void Trainer::start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab_,
                     const TokenView& train_ids_, const TokenView& val_ids_) {
     train.validate();
-    cfg = train;
     check_vocabulary(tokenizer, vocab_, config.vocab_size);
-    allocate(config);
+    start_uninitialised(config, train, train_ids_, val_ids_);
     gpt_init(model, cfg.seed);
     gpt_round_weights(model);
     vocab = std::move(vocab_);
+}
+
+void Trainer::start_uninitialised(const GPTConfig& config, const TrainConfig& train, const TokenView& train_ids_,
+                                  const TokenView& val_ids_) {
+    train.validate();
+    cfg = train;
+    allocate(config);
     train_ids = train_ids_, val_ids = val_ids_;
     batch_rng = Rng(mix64(cfg.seed ^ 0x62617463ULL));  // "batc": its own stream
     progress = TrainProgress{};

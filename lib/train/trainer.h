@@ -86,6 +86,11 @@ struct Trainer {
     // A fresh run: the model built for (batch_size, block_size) and initialised from seed.
     void start(const GPTConfig& config, const TrainConfig& train, std::vector<std::string> vocab,
                const TokenView& train_ids, const TokenView& val_ids);
+    // start's arenas and state with the weights left at zero, for timing steps alone (start-up
+    // choices, batch_threads.h): what a step costs does not depend on the numbers, and
+    // initialising a large embedding costs seconds.
+    void start_uninitialised(const GPTConfig& config, const TrainConfig& train, const TokenView& train_ids,
+                             const TokenView& val_ids);
     // A fresh run whose weights come from a checkpoint (nanoGPT's init_from=PATH, fine-tuning):
     // start, then the checkpoint's weights (Checkpoint::read_weights_cropped: `config` may have
     // a shorter block_size and another dropout); its tokenizer and vocabulary; AdamW's moments,
