@@ -80,14 +80,18 @@ StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, i
     for (int R : s.Rs)
         for (MatmulBackend b : s.backends) names.push_back(fmt::format("{}/{}", to_string(b), R));
     s.choice = choose_at_startup(names, step_choice_key(config, train, threads), [&] {
-        std::vector<double> ms;
+        std::vector<std::vector<MatmulCall>> calls;
+        std::vector<double> other_ms;
         for (int R : s.Rs) {
             TrainConfig t = train;
             t.batch_threads = R;
-            const ModelWork work = training_step_work(config, t, ids);
-            for (double products : time_matmul_calls(work.calls, s.backends, threads))
-                ms.push_back(products + work.other_ms);
+            ModelWork work = training_step_work(config, t, ids);
+            calls.push_back(std::move(work.calls)), other_ms.push_back(work.other_ms);
         }
+        const std::vector<std::vector<double>> products = time_matmul_call_sets(calls, s.backends, threads);
+        std::vector<double> ms;
+        for (size_t r = 0; r < s.Rs.size(); r++)
+            for (double p : products[r]) ms.push_back(p + other_ms[r]);
         return ms;
     }, dist);
     const size_t nb = s.backends.size();

@@ -16,10 +16,10 @@
 //   + the time of everything else at that R (the same step with its products not computed)
 //
 // and the fastest pair is taken. Both parts are measured on models of one and two blocks,
-// carried to n_layer, so a deep model's start-up runs small models: about a second on the baby
-// GPT and GPT-2 small on two cores. The answer is remembered (startup_choice.h), so the next run
-// with the same shapes times nothing; a flag that gives the backend or R, or a resumed
-// checkpoint that records them, leaves only the other to choose, or nothing.
+// carried to n_layer, so a deep model's start-up runs small models (docs/performance.md says
+// what it costs). The answer is remembered (startup_choice.h), so the next run with the same
+// shapes times nothing; a flag that gives the backend or R, or a resumed checkpoint that
+// records them, leaves only the other to choose, or nothing.
 //
 // Every setting computes the same step (to float rounding: the sums over rows split
 // differently, and each backend tiles its sums its own way), and a run with auto is, bit for

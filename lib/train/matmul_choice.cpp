@@ -103,22 +103,16 @@ static size_t a_size(const MatmulCall& m) { return size_t(m.form == MatmulForm::
 static size_t b_size(const MatmulCall& m) { return size_t(m.form == MatmulForm::NT ? m.N : m.K) * m.ldb; }
 static size_t c_size(const MatmulCall& m) { return size_t(m.M) * m.ldc; }
 
-std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<void()>& run) {
+std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<double()>& run) {
     const MatmulBackendRestorer restore;
-    const auto once = [&](MatmulBackend backend) {
-        matmul_use(backend);
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        return seconds_since(t0);
-    };
-    for (MatmulBackend backend : backends) once(backend);
+    for (MatmulBackend backend : backends) matmul_use(backend), run();
     std::vector<double> best(backends.size(), 1e30);
-    double total = 0;
-    // Turns until 5 ms a backend, at most 10.
-    for (int rep = 0; rep < 10 && total < 0.005 * double(backends.size()); rep++)
+    const auto t0 = std::chrono::steady_clock::now();
+    // Turns until 2 ms a backend have passed, at most 10.
+    for (int rep = 0; rep < 10 && seconds_since(t0) < 0.002 * double(backends.size()); rep++)
         for (size_t i = 0; i < backends.size(); i++) {
-            const double s = once(backends[i]);
-            best[i] = std::min(best[i], s), total += s;
+            matmul_use(backends[i]);
+            best[i] = std::min(best[i], run());
         }
     return best;
 }
@@ -135,14 +129,15 @@ MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale) {
 
 // Seconds of one run of `m` with each of `backends`, timed on shortened_call(m) and scaled back
 // up. A call made inside a parallel region of n threads is timed as n copies side by side, and
-// counts 1/n; each copy makes it several times in one region (about 20 MFLOP in all), since in
-// a step such calls follow one another inside one region, not a region each.
+// counts 1/n. Each copy makes it several times (about 20 MFLOP in all) and times itself: in a
+// step such calls follow one another inside one region, so what the region's start and end
+// cost (waking the threads: milliseconds on a busy machine) is no part of theirs.
 static std::vector<double> time_call(const MatmulCall& m, const std::vector<MatmulBackend>& backends, int threads) {
     double scale = 1;
     const MatmulCall s = shortened_call(m, threads, &scale);
     const int copies = s.team;
     const double flops = 2.0 * s.M * s.N * double(s.K);
-    const int reps = copies == 1 ? 1 : int(std::clamp(std::ceil(2e7 / std::max(flops, 1.0)), 1.0, 100.0));
+    const int reps = int(std::clamp(std::ceil(2e7 / std::max(flops, 1.0)), 1.0, 100.0));
     std::vector<Arena<float>> a(copies), b(copies), c(copies);
     for (int t = 0; t < copies; t++) {
         a[t] = Arena<float>(a_size(s)), b[t] = Arena<float>(b_size(s)), c[t] = Arena<float>(c_size(s));
@@ -150,25 +145,43 @@ static std::vector<double> time_call(const MatmulCall& m, const std::vector<Matm
         for (size_t i = 0; i < b[t].size(); i++) b[t].data()[i] = float(i % 5) * 0.01f;
     }
     std::vector<double> seconds = time_with_backends(backends, [&] {
-        if (copies == 1) return matmul_run(s, c[0].data(), a[0].data(), b[0].data());
+        if (copies == 1) {
+            const auto t0 = std::chrono::steady_clock::now();
+            matmul_run(s, c[0].data(), a[0].data(), b[0].data());
+            return seconds_since(t0);
+        }
+        std::vector<double> each(copies, 0.0);  // a call's seconds on each thread
 #pragma omp parallel num_threads(copies)
         {
             const int t = omp_get_thread_num();
+            const auto t0 = std::chrono::steady_clock::now();
             for (int r = 0; r < reps; r++) matmul_run(s, c[t].data(), a[t].data(), b[t].data());
+            each[t] = seconds_since(t0) / reps;
         }
+        return *std::max_element(each.begin(), each.end()) / copies;
     });
-    for (double& x : seconds) x *= scale / (copies * reps);
+    for (double& x : seconds) x *= scale;
     return seconds;
+}
+
+std::vector<std::vector<double>> time_matmul_call_sets(const std::vector<std::vector<MatmulCall>>& sets,
+                                                       const std::vector<MatmulBackend>& backends, int threads) {
+    std::vector<MatmulCall> distinct;
+    std::vector<std::vector<double>> seconds;  // one run of distinct[i] with each backend
+    std::vector<std::vector<double>> ms(sets.size(), std::vector<double>(backends.size(), 0.0));
+    for (size_t k = 0; k < sets.size(); k++)
+        for (const MatmulCall& m : sets[k]) {
+            size_t i = 0;
+            while (i < distinct.size() && !distinct[i].same_call(m)) i++;
+            if (i == distinct.size()) distinct.push_back(m), seconds.push_back(time_call(m, backends, threads));
+            for (size_t b = 0; b < backends.size(); b++) ms[k][b] += 1000 * double(m.count) * seconds[i][b];
+        }
+    return ms;
 }
 
 std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,
                                       int threads) {
-    std::vector<double> ms(backends.size(), 0.0);
-    for (const MatmulCall& m : calls) {
-        const std::vector<double> s = time_call(m, backends, threads);
-        for (size_t i = 0; i < backends.size(); i++) ms[i] += 1000 * double(m.count) * s[i];
-    }
-    return ms;
+    return time_matmul_call_sets({calls}, backends, threads)[0];
 }
 
 std::optional<MatmulBackend> recorded_matmul(const std::string& train_config) {

@@ -80,11 +80,12 @@ std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const Tra
 // The calls of one forward pass of B rows of T tokens (no targets), recorded the same way.
 std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
 
-// Seconds of one `run` with each of `backends` in use: the best of a few runs after a first,
-// the backends taking turns run by run, so a machine whose speed drifts while it measures (a
-// VM's does, by tens of percent within minutes) slows them alike. The backend in use before is
-// in use again afterwards, however this ends.
-std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<void()>& run);
+// The time of `run` with each of `backends` in use: run() makes one run and returns its
+// seconds; the best of a few runs after a first, the backends taking turns run by run, so a
+// machine whose speed drifts while it measures (a VM's does, by tens of percent within
+// minutes) slows them alike. The backend in use before is in use again afterwards, however
+// this ends.
+std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<double()>& run);
 
 // `m` cut short for timing: its longest dimension (M, N or K) down to 512 inside our parallel
 // regions (one thread), and outside them to 512 per thread but not below the next longest, so
@@ -97,6 +98,10 @@ MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale);
 // n threads is timed that way, n copies side by side, so each counts 1/n.
 std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,
                                       int threads);
+// The same for each of several sets of calls (ms[set][backend]), a call that is in more than one
+// set timed once.
+std::vector<std::vector<double>> time_matmul_call_sets(const std::vector<std::vector<MatmulCall>>& sets,
+                                                       const std::vector<MatmulBackend>& backends, int threads);
 
 // True when every option took the same time: a step with no float products (under bf16), where
 // the backend does not matter and the first is taken.
