@@ -229,6 +229,14 @@ TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bi
     CHECK(second.output.find("timed in") == std::string::npos);
     CHECK(check_same_tensors(a + "/ckpt.safetensors", c + "/ckpt.safetensors") > 10);
 
+    // The replay of the first run from its run.toml: both settings given, nothing timed, the same run.
+    const Run replay = run(cache + bin("train") + " --config=" + a + "/run.toml --out_dir=" + b);
+    INFO(replay.output);
+    REQUIRE(replay.status == 0);
+    CHECK(replay.output.find("matmul: " + backend + " (as --matmul says)") != std::string::npos);
+    CHECK(replay.output.find("(auto: ") == std::string::npos);
+    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 10);
+
     // One thread: nothing to choose, nothing timed.
     const Run single = run(cache + common + " --threads=1 --matmul=openblas --out_dir=" + b);
     INFO(single.output);

@@ -41,6 +41,8 @@ TEST_CASE("a run over the available memory is refused with the numbers and a bat
     const GPTConfig c = small_config();
     const MemoryNeed need = memory_need(c, 64, 8, 1, 3);
     CHECK_NOTHROW(check_memory(need, need.total() / 0.9 + 1));
+    CHECK(memory_fits(need, need.total() / 0.9 + 1));  // what --batch_threads=auto asks of each setting
+    CHECK_FALSE(memory_fits(need, need.total() / 0.9 - 1));
     const double available = (need.state_bytes + need.activation_bytes / 2) / 0.9;  // about half the batch fits
     try {
         check_memory(need, available);
