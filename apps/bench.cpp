@@ -73,8 +73,8 @@ static void print_products(const std::vector<MatmulCall>& calls, int threads) {
     fmt::print("\n");
     for (const MatmulCall& m : calls) {
         const char* form = to_string(m.form);
-        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", form, m.M, m.N, m.K, m.beta, m.nested() ? "yes" : "no",
-                   m.count);
+        fmt::print("{:>5} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6}          ", form, m.M, m.N, m.K, m.beta,
+                   m.nested() ? "yes" : "no", m.count);
         MatmulCall one = m;
         one.count = 1;
         const std::vector<double> ms = time_matmul_calls({one}, backends, threads);

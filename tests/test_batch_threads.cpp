@@ -26,7 +26,9 @@ using namespace hg::test;
 
 namespace {
 
-std::string breach_text() { return corpus(80, "once more unto the breach, dear friends, once more; or close the wall up.\n"); }
+std::string breach_text() {
+    return corpus(80, "once more unto the breach, dear friends, once more; or close the wall up.\n");
+}
 
 struct Tiny {
     std::string text = breach_text();
@@ -73,7 +75,9 @@ TEST_CASE("auto: untimed with nothing to choose, else the fastest backend and ba
     const CacheDir cache(tmp.path.string());
     StepSetupFlags flags;
 
-    const StepSetup one = choose_step_setup(t.c, t.tc, 1, t.ids, [&] { StepSetupFlags f; f.matmul = "openblas"; return f; }());
+    StepSetupFlags openblas, highway;
+    openblas.matmul = "openblas", highway.matmul = "highway";
+    const StepSetup one = choose_step_setup(t.c, t.tc, 1, t.ids, openblas);
     CHECK(one.batch_threads == 1);
     CHECK(one.backend == MatmulBackend::OpenBLAS);
     CHECK(one.choice.ms.empty());  // nothing timed
@@ -82,7 +86,7 @@ TEST_CASE("auto: untimed with nothing to choose, else the fastest backend and ba
 
     TrainConfig odd = t.tc;
     odd.batch_size = 3;
-    const StepSetup none = choose_step_setup(t.c, odd, 2, t.ids, [&] { StepSetupFlags f; f.matmul = "highway"; return f; }());
+    const StepSetup none = choose_step_setup(t.c, odd, 2, t.ids, highway);
     CHECK(none.Rs == std::vector<int>{1});
     CHECK(none.batch_threads_why.find("divides batch_size 3") != std::string::npos);
 
@@ -99,7 +103,7 @@ TEST_CASE("auto: untimed with nothing to choose, else the fastest backend and ba
     const size_t nb = matmul_backends().size();
     CHECK(timed.batch_threads == timed.Rs[fastest / nb]);
     CHECK(timed.backend == matmul_backends()[fastest % nb]);
-    CHECK(timed.batch_threads_why.find("a step of ~") != std::string::npos);
+    CHECK(timed.batch_threads_why.find("forward and backward: ~") != std::string::npos);
     CHECK(timed.batch_threads_why.find("timed in") != std::string::npos);
 
     SECTION("memory: a layout whose replicas do not fit is not considered; given, it is refused") {

@@ -64,7 +64,9 @@ StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, i
     // The backends left to choose from: the flag's, else the checkpoint's, else all.
     const std::optional<MatmulBackend> given = parse_matmul_flag(flags.matmul);
     const std::optional<MatmulBackend> kept = flags.resumed ? recorded_matmul(train_config) : std::nullopt;
-    s.backends = given ? std::vector<MatmulBackend>{*given} : kept ? std::vector<MatmulBackend>{*kept} : matmul_backends();
+    s.backends = given ? std::vector<MatmulBackend>{*given}
+                 : kept ? std::vector<MatmulBackend>{*kept}
+                        : matmul_backends();
     // The batch threads likewise; a recorded one only while it still divides the batch within the threads.
     const int recorded = flags.resumed ? recorded_batch_threads(train_config) : 0;
     const bool keep_R = flags.batch_threads == 0 && recorded >= 1 && recorded <= threads && B % recorded == 0;
@@ -110,8 +112,8 @@ StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, i
         }
         StartupChoice by_R = s.choice;
         by_R.ms = ms, by_R.taken = s.choice.taken / nb;
-        s.batch_threads_why = fmt::format("{}, a step of ~{}; {}", layout(s.batch_threads, B, threads),
-                                          by_R.compared(labels), source);
+        s.batch_threads_why = fmt::format("{}; a step's products, forward and backward: ~{}; {}",
+                                          layout(s.batch_threads, B, threads), by_R.compared(labels), source);
     } else {
         s.batch_threads_why = flags.batch_threads > 0 ? "as --batch_threads says"
                               : keep_R               ? "as the checkpoint was trained"
@@ -135,8 +137,8 @@ StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, i
         for (MatmulBackend b : s.backends) labels.push_back(to_string(b));
         s.matmul_why = no_float_products(by_backend.ms)
                            ? "auto: the step makes no float products (its products are bf16), so the first"
-                           : fmt::format("auto: a step of ~{} ({}); {}", by_backend.compared(labels),
-                                         layout(s.batch_threads, B, threads), source);
+                           : fmt::format("auto: a step's products, forward and backward: ~{} ({}); {}",
+                                         by_backend.compared(labels), layout(s.batch_threads, B, threads), source);
     }
     return s;
 }

@@ -13,8 +13,10 @@
 // pair's step is estimated as
 //
 //     the products' time with that backend at that R (matmul_choice.h: recorded, timed short)
-//   + the time of everything else at that R (the same step with its products not computed)
+//   + the time of the rest of the forward and backward at that R, the replicas' gradients
+//     summed (the same with its products not computed)
 //
+// (the optimizer's own loops, the same for every pair, are left out of the estimate)
 // and the fastest pair is taken. Both parts are measured on models of one and two blocks,
 // carried to n_layer, so a deep model's start-up runs small models (docs/performance.md says
 // what it costs). The answer is remembered (startup_choice.h), so the next run with the same

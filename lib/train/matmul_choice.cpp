@@ -79,8 +79,13 @@ ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, 
         t.gradient_accumulation_steps = 1, t.time_budget = 0;
         Trainer trainer;  // one process: only its own products are recorded
         trainer.start_uninitialised(c, t, ids, ids);
-        record_matmuls([&] { trainer.step(); }, /*compute=*/false);  // untimed: the arenas' pages touched first
-        return recorded_work([&] { trainer.step(); });
+        // A whole step, untimed (the arenas' pages are touched first), records the products;
+        // then the forward and backward alone are timed: the optimizer's own loops come after
+        // the replicas' gradients are summed, the same whatever the batch threads and backend.
+        ModelWork w;
+        w.calls = record_matmuls([&] { trainer.step(); }, /*compute=*/false);
+        w.other_ms = recorded_work([&] { trainer.accumulate_gradient(); }).other_ms;
+        return w;
     });
 }
 
@@ -214,7 +219,8 @@ MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
     const std::vector<MatmulBackend> all = matmul_backends();
     std::vector<std::string> names;
     for (MatmulBackend b : all) names.push_back(to_string(b));
-    const StartupChoice s = choose_at_startup(names, key, [&] { return time_matmul_calls(calls(), all, threads); }, dist);
+    const auto measure = [&] { return time_matmul_calls(calls(), all, threads); };
+    const StartupChoice s = choose_at_startup(names, key, measure, dist);
     c.backend = all[s.taken], c.ms = s.ms, c.seconds = s.seconds;
     c.why = all.size() == 1          ? "auto: the only backend in this build"
             : no_float_products(s.ms) ? "auto: the step makes no float products (its products are bf16), so the first"

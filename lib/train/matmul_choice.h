@@ -72,8 +72,11 @@ struct ModelWork {
     std::vector<MatmulCall> calls;
     double other_ms = 0;
 };
-// One training micro-step of `config` with `train`'s batch and batch threads (each model's step
-// timed after an untimed one: the first touch of its arenas' pages, oneDNN's first calls).
+// One training micro-step of `config` with `train`'s batch and batch threads: the products of
+// a whole step (the optimizer's too), and the time of its forward and backward, the replicas'
+// gradients summed (Trainer::accumulate_gradient), timed after the untimed step that recorded
+// the products (the first touch of the arenas' pages, oneDNN's first calls). The optimizer's
+// own loops are left out: they are the same whatever the batch threads and the backend.
 ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids);
 std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
                                               const TokenView& ids);

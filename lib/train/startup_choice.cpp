@@ -22,8 +22,10 @@ double carry_to_depth(double one_block, double two_blocks, int n_layer) {
 std::string StartupChoice::source() const {
     switch (by) {
         case ChosenBy::Only: return "the only option";
-        case ChosenBy::RanksDiffer: return "the ranks' options differ (threads or memory per host), so the first, untimed";
-        case ChosenBy::Remembered: return fmt::format("remembered from an earlier run on this machine ({})", cache_path());
+        case ChosenBy::RanksDiffer:
+            return "the ranks' options differ (threads or memory per host), so the first, untimed";
+        case ChosenBy::Remembered:
+            return fmt::format("remembered from an earlier run on this machine ({})", cache_path());
         case ChosenBy::Measured: break;
     }
     return fmt::format("timed in {:.1f} s", seconds);
@@ -68,7 +70,8 @@ StartupChoice choose_at_startup(const std::vector<std::string>& options, const s
     for (double& ms : c.ms) ms = dist_mean(dist, ms);
     c.taken = size_t(std::min_element(c.ms.begin(), c.ms.end()) - c.ms.begin());
     // Rank 0's pick for all: the means are the same numbers everywhere, but nothing rests on it.
-    if (dist.size > 1) c.taken = size_t(std::lround(dist_mean(dist, dist.rank == 0 ? double(c.taken) : 0.0) * dist.size));
+    if (dist.size > 1)
+        c.taken = size_t(std::lround(dist_mean(dist, dist.rank == 0 ? double(c.taken) : 0.0) * dist.size));
     c.seconds = dist_mean(dist, seconds_since(t0));
     c.by = ChosenBy::Measured;
     if (dist.rank == 0) cache_put(full_key, encode_choice({options[c.taken], c.ms}));
