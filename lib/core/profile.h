@@ -15,6 +15,11 @@
 
 namespace hg {
 
+// Wall-clock seconds since t0: what every timing in the library measures with.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 enum class Work { Matmul, Attention, LayerNorm, Gelu, CrossEntropy, Embedding, Residual, Dropout, AdamW, Wait, Other, Count };
 
 inline const char* work_name(Work w) {

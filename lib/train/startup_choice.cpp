@@ -11,10 +11,6 @@
 
 namespace hg {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 double carry_to_depth(double one_block, double two_blocks, int n_layer) {
     return one_block + double(n_layer - 1) * (two_blocks - one_block);
 }

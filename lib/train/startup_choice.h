@@ -26,12 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/profile.h"
 #include "lib/process/dist.h"
 
 namespace hg {
-
-// Wall-clock seconds since t0 (what every start-up timing measures with).
-double seconds_since(std::chrono::steady_clock::time_point t0);
 
 // A value measured on models of one and of two blocks, carried to `n_layer` blocks: every block
 // adds the same, what the second block added (for a count of calls, or a time).

@@ -8,6 +8,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/parallel.h"
+#include "lib/core/profile.h"
 #include "lib/data/dataset.h"
 #include "lib/kernels/vec.h"
 #include "lib/text/tokenizer.h"
@@ -22,10 +23,6 @@ static void sample_rank_rows(int* idx, int* targets, const TokenView& ids, int B
     rng.discard(uint64_t(d.rank) * B);
     sample_batch(idx, targets, ids, B, T, rng, split_name);
     rng.discard(uint64_t(d.size - 1 - d.rank) * B);
-}
-
-static double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Runs f(s) for every batch thread s in [0, R): on R threads, one each, when R > 1. Inside, the
