@@ -150,7 +150,7 @@ TEST_CASE("gemm through matmul: the same bits twice and on 1, 2 and 3 threads, e
     const int threads_before = omp_get_max_threads();
     using F = MatmulForm;
     for (auto [form, M, N, K] : {std::tuple{F::NT, 384, 65, 128}, {F::NN, 70, 384, 128}, {F::TN, 128, 384, 300}}) {
-        const MatmulCall m{form, M, N, K, form == F::TN ? M : K, form == F::NT ? K : N, N, 1.0f, false, 1};
+        const MatmulCall m{form, M, N, K, form == F::TN ? M : K, form == F::NT ? K : N, N, 1.0f, 1, 1};
         const Case p{form == F::TN, form == F::NT, M, N, K, m.lda, m.ldb, m.ldc, 1.0f, 1.0f};
         const Data d = make(p, 4);
         std::vector<std::vector<float>> got;

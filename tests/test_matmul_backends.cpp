@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <tuple>
 
 #include "lib/core/rng.h"
 #include "lib/kernels/matmul.h"
@@ -168,6 +170,32 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
         std::vector<float> stride = good;
         stride[m.N] += 1;
         CHECK(std::isnan(error_in_rounding_units(m, in, stride)));
+    }
+}
+
+// Outside our parallel regions a backend may split a product over the threads (matmul.cpp): on
+// sizes no thread count divides, every row and column of c must still be computed once, by
+// exactly one block, and a thread setting must give the same bits every time.
+TEST_CASE("products split over 3, 5 and 16 threads on odd sizes: every entry within rounding, the same bits twice",
+          "[matmul]") {
+    const int threads_before = omp_get_max_threads();
+    using F = MatmulForm;
+    for (auto [form, M, N, K] : {std::tuple{F::NT, 1000, 37, 129}, {F::NN, 37, 1000, 65}, {F::TN, 301, 259, 17},
+                                 {F::NT, 259, 301, 1}}) {
+        for (float beta : {0.0f, 1.0f}) {
+            const MatmulCall m{form, M, N, K, form == F::TN ? M : K, form == F::NT ? K : N + 3, N + 3, beta, 1, 1};
+            const Operands in = random_operands(m, 11);
+            for (MatmulBackend backend : matmul_backends())
+                for (int threads : {3, 5, 16}) {
+                    INFO(to_string(backend) << ", " << threads << " threads, " << to_string(form) << " M " << M
+                                            << " N " << N << " K " << K << " beta " << beta);
+                    omp_set_num_threads(threads);
+                    const std::vector<float> once = run_with(backend, m, in), twice = run_with(backend, m, in);
+                    omp_set_num_threads(threads_before);
+                    CHECK(error_in_rounding_units(m, in, once) <= 1.0);
+                    CHECK(std::memcmp(once.data(), twice.data(), once.size() * sizeof(float)) == 0);
+                }
+        }
     }
 }
 
