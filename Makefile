@@ -134,7 +134,7 @@ OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JOBS        ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 
-.PHONY: all deps deps-mpi deps-fuzz fuzz build test test-mpi asan train train-mpi sample bench plot data data-gpt2 clean crosscheck speedrun speedrun-search \
+.PHONY: all deps deps-mpi deps-fuzz fuzz build test test-mpi asan train train-mpi sample bench bench-threads plot data data-gpt2 clean crosscheck speedrun speedrun-search \
         crosscheck-deps finetune
 .DEFAULT_GOAL := all
 all: build
@@ -308,6 +308,11 @@ BENCH_RUNS ?= 3
 BENCH_ARGS ?=
 bench: build data crosscheck-deps
 	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/bench.py --runs $(BENCH_RUNS) --data $(DATA) $(BENCH_ARGS)
+
+# The baby GPT's step at 1, 2, 4, ... threads up to the cores present, f32 and bf16, with the
+# parallel efficiency of each (tools/bench_threads.py): how the machine at hand scales.
+bench-threads: build data
+	HANDGRAD_BIN=$(BUILD) $(PYTHON) tools/bench_threads.py --data $(DATA) $(BENCH_ARGS)
 
 # The pictures of a run, PNGs in OUT_DIR: loss curves, parameters per component, attention of
 # every head, logits and causality, residual-stream norms (tools/plot.py, Debian's matplotlib).

@@ -32,7 +32,8 @@ struct TrainFlags {
         app.add_option("--gradient_accumulation_steps", tc.gradient_accumulation_steps)->capture_default_str();
         app.add_option("--batch_threads", batch_threads,
                        "R threads that each take batch_size / R rows with a replica of the model (1: all threads "
-                       "work on every layer; auto: the faster of the two, timed at start-up)")->capture_default_str();
+                       "work on every layer; auto: the fastest R dividing the batch that fits in memory, timed at start-up with "
+                       "the matmul backend)")->capture_default_str();
         o_max_iters = app.add_option("--max_iters", tc.max_iters)->capture_default_str();
         o_budget = app.add_option("--time_budget", tc.time_budget,
                                   "seconds of training (evaluation excluded) over which the lr schedule "
