@@ -10,6 +10,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/kernels/gemm.h"
+#include "lib/kernels/matmul_split.h"
 #include "lib/kernels/onednn_matmul.h"
 
 namespace hg {
@@ -39,24 +40,22 @@ static void record(MatmulForm form, int M, int N, int K, int lda, int ldb, int l
 using Sgemm = void (*)(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda,
                        int ldb, int ldc, float alpha, float beta);
 
-// Outside our parallel regions a product is split here, over the process's threads, into
-// blocks of rows of c (or of columns, when c is wider than tall), each one single-threaded
-// call. The split is fixed by the thread count, so a thread setting gives the same bits every
-// time.
+// Outside our parallel regions a product is split here, over the process's threads, into a
+// grid of blocks of c, one single-threaded call each (the grid: matmul_split.h). The split is
+// fixed by the thread count, so a thread setting gives the same bits every time.
 static void split_product(Sgemm run, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N,
                           int K, int lda, int ldb, int ldc, float alpha, float beta) {
-    const int threads = omp_in_parallel() ? 1 : std::min(omp_get_max_threads(), std::max(M, N) / 16);
-    if (threads <= 1) return run(ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
-    const bool by_rows = M >= N;
-#pragma omp parallel num_threads(threads)
-    {
-        const int t = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
-        const int i0 = int((long long)len * t / n), i1 = int((long long)len * (t + 1) / n);
-        if (i1 > i0 && by_rows)  // rows i0..i1 of c: rows of a, or columns of a when it is transposed
-            run(ta, tb, c + size_t(i0) * ldc, ta ? a + i0 : a + size_t(i0) * lda, b, i1 - i0, N, K, lda, ldb, ldc,
-                alpha, beta);
-        if (i1 > i0 && !by_rows)  // columns i0..i1 of c: columns of b, or rows of b when it is transposed
-            run(ta, tb, c + i0, a, tb ? b + size_t(i0) * ldb : b + i0, M, i1 - i0, K, lda, ldb, ldc, alpha, beta);
+    const MatmulSplit split = plan_matmul_split(M, N, K, omp_in_parallel() ? 1 : omp_get_max_threads());
+    if (split.parts() <= 1) return run(ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+#pragma omp parallel for num_threads(split.parts()) schedule(static, 1)
+    for (int p = 0; p < split.parts(); p++) {
+        const Range r = split.rows(p), n = split.cols(p);
+        // rows r of c: rows of a, or its columns when it is transposed; columns n of c: columns of
+        // b, or its rows when it is transposed
+        const float* a_rows = ta ? a + r.begin : a + size_t(r.begin) * lda;
+        const float* b_cols = tb ? b + size_t(n.begin) * ldb : b + n.begin;
+        run(ta, tb, c + size_t(r.begin) * ldc + n.begin, a_rows, b_cols, r.size(), n.size(), K, lda, ldb, ldc, alpha,
+            beta);
     }
 }
 
