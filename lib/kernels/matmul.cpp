@@ -59,6 +59,13 @@ static void split_product(Sgemm run, bool ta, bool tb, float* c, const float* a,
     }
 }
 
+// OpenBLAS's sgemm: single-threaded when called inside a parallel region, as split_product does.
+static void openblas_sgemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda,
+                           int ldb, int ldc, float alpha, float beta) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a,
+                lda, b, ldb, beta, c, ldc);
+}
+
 #ifdef HANDGRAD_ONEDNN
 // oneDNN's matmul primitive on float inputs (onednn_matmul.h).
 static void onednn_sgemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda,
@@ -82,8 +89,7 @@ static void product(MatmulForm form, bool ta, bool tb, float* c, const float* a,
     if (backend == MatmulBackend::OneDNN)
         return split_product(onednn_sgemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
 #endif
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a,
-                lda, b, ldb, beta, c, ldc);
+    split_product(openblas_sgemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
 }
 
 const char* to_string(MatmulForm f) { return f == MatmulForm::NT ? "nt" : f == MatmulForm::TN ? "tn" : "nn"; }

@@ -4,8 +4,6 @@
 
 #include <cstring>
 
-#include <omp.h>
-
 #include "lib/core/parallel.h"
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/matmul_bf16.h"
@@ -17,25 +15,14 @@ namespace hg {
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
-    // Each thread takes a contiguous block of rows and runs its own single-threaded product on
-    // it (every backend runs so inside our parallel region, matmul.h); for the narrow shapes of a
-    // small GPT that beats one product split by the backend (docs/performance.md). The split
-    // follows the thread count, and a backend may round a block's edge rows differently, so the
-    // output is bit-identical for a given thread count, within float rounding across counts.
-#pragma omp parallel
-    {
-        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const int n0 = int((long long)N * t / nt), n1 = int((long long)N * (t + 1) / nt), rows = n1 - n0;
-        if (rows > 0) {
-            // With a bias, copy it into every row of out first and let the product add onto it
-            // (beta = 1); that is one pass over out instead of a second one after the product.
-            if (bias)
-                for (int n = n0; n < n1; n++) std::memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
-            // out[n0:n1] (rows, OC) = inp[n0:n1] (rows, C) · weight (OC, C)ᵀ (+ out)
-            matmul_nt({out + (size_t)n0 * OC, rows, OC, OC}, {inp + (size_t)n0 * C, rows, C, C}, {weight, OC, C, C},
-                      1.0f, bias ? 1.0f : 0.0f);
-        }
-    }
+    // With a bias, copy it into every row of out first and let the product add onto it (beta =
+    // 1): one pass over out instead of a second one after the product.
+    if (bias)
+        for_pieces(N, 64, OC, [&](size_t n0, size_t rows) {
+            for (size_t n = n0; n < n0 + rows; n++) std::memcpy(out + n * OC, bias, sizeof(float) * OC);
+        });
+    // out (N,OC) = inp (N,C) · weight (OC,C)ᵀ (+ out)
+    matmul_nt({out, N, OC, OC}, {inp, N, C, C}, {weight, OC, C, C}, 1.0f, bias ? 1.0f : 0.0f);
 }
 
 constexpr size_t kBiasCols = 64;  // columns of dbias per piece of parallel work
@@ -57,28 +44,6 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* inp, const float* weight, int N, int C, int OC) {
     linear_check_sizes(N, C, OC);
     const Mat<const float> dout_m{dout, N, OC, OC}, inp_m{inp, N, C, C}, weight_m{weight, OC, C, C};
-    // Terms 1 and 2 are independent products of the same size (N·C·OC multiply-adds each). With
-    // one thread per product — two threads — they run side by side, each single-threaded: for
-    // small shapes that beats splitting each product across both threads (docs/performance.md).
-    // With more threads the side-by-side form would leave all but two idle, since a product
-    // inside a parallel region runs single-threaded and cannot be handed a team of threads; so
-    // then, and on one thread, the products run one after the other, each threaded by its backend
-    // (matmul.h).
-    // Thread 0 always takes term 1 and thread 1 term 2 (not OpenMP sections, which hand them out
-    // in whatever order the threads arrive): a thread keeps the products it ran in the first step,
-    // and oneDNN's primitives, made per calling thread on first use, are then all made there.
-    if (omp_get_max_threads() == 2 && dinp && !omp_in_parallel()) {
-#pragma omp parallel num_threads(2)
-        {
-            const int t = omp_get_thread_num(), last = omp_get_num_threads() - 1;  // a team of 1 does both
-            if (t == 0) matmul_nn({dinp, N, C, C}, dout_m, weight_m, 1.0f, 0.0f);  // term 1
-            if (t == last) {
-                matmul_tn({dweight, OC, C, C}, dout_m, inp_m, 1.0f, 1.0f);  // term 2
-                if (dbias) bias_backward(dbias, dout, N, OC);                // term 3
-            }
-        }
-        return;
-    }
     if (dinp) matmul_nn({dinp, N, C, C}, dout_m, weight_m, 1.0f, 0.0f);  // term 1
     matmul_tn({dweight, OC, C, C}, dout_m, inp_m, 1.0f, 1.0f);           // term 2
     if (dbias) bias_backward(dbias, dout, N, OC);                         // term 3
