@@ -134,7 +134,7 @@ OUT_DIR     ?= out-shakespeare-char
 THREADS     ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JOBS        ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 
-.PHONY: all deps deps-mpi deps-fuzz fuzz build test test-mpi asan train train-mpi sample bench bench-threads plot data data-gpt2 clean crosscheck speedrun speedrun-search \
+.PHONY: all deps deps-mpi deps-fuzz fuzz build test test-mpi asan train train-mpi sample bench bench-threads test-threads16 plot data data-gpt2 clean crosscheck speedrun speedrun-search \
         crosscheck-deps finetune
 .DEFAULT_GOAL := all
 all: build
@@ -195,6 +195,13 @@ TEST_ENV = HANDGRAD_DATA=$(abspath $(DATA)) HANDGRAD_GPT2=$(abspath $(GPT2_DIR))
 test: build data data-gpt2
 	$(TEST_ENV) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=$(THREADS) \
 	  ./$(BUILD)/tests --durations yes $(TEST_ARGS)
+
+# The threading tests with 16 threads on whatever cores there are (oversubscribed on a small
+# machine): the products' splits against the unsplit product, every layer against its twin,
+# determinism for a fixed thread setting, and a step allocating nothing.
+THREADS16_TESTS ?= "[matmul]~[apps],[split],[gemm],[linear],[determinism],[alloc],[layers]~[apps],[flash],[attention],[muon]~[apps],[batch_threads]~[apps]"
+test-threads16: build data data-gpt2
+	$(TEST_ENV) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=16 ./$(BUILD)/tests $(THREADS16_TESTS) $(TEST_ARGS)
 
 # The same suite, apps included, built with AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps data data-gpt2
