@@ -524,15 +524,17 @@ llmc-check: build data data-gpt2
 # ARM64_BUILD) against Debian's arm64 packages, and run by qemu-aarch64 with -cpu max, a CPU with
 # NEON, SVE and SVE2 (SVE vectors of 512 bits): Highway dispatches to each of them in turn, so
 # every kernel meets its scalar twin on every ARM target. ARM64_TESTS is the whole suite but the
-# tests that start the apps as processes, the allocation counts (10 minutes under emulation) and
-# MPI (docs/platforms.md says why). Then the kernel tests again at SVE widths of 128, 256, 1024
+# tests that start the apps as processes, the allocation counts (10 minutes under emulation),
+# flash attention against today's at every preset's full shape (20 minutes under emulation; its
+# kernels meet their twins on every target, and the odd shapes still run) and MPI
+# (docs/platforms.md says why). Then the kernel tests again at SVE widths of 128, 256, 1024
 # and 2048 bits (ARM64_SVE_WIDTHS): at 128 and 256 Highway adds its fixed-width SVE2_128 and
 # SVE_256 targets, at 2048 a vector holds 64 floats.
 ARM64_TRIPLET    := aarch64-linux-gnu
 ARM64_BUILD      ?= build-arm64
 ARM64_PKGS       := crossbuild-essential-arm64 qemu-user libopenblas-openmp-dev:arm64 libopenblas-dev:arm64 \
                     libhwy-dev:arm64 libfmt-dev:arm64 libpcre2-dev:arm64
-ARM64_TESTS      ?= "~[apps]~[circuits]~[alloc]~[mpi]~[timing]~[.]"
+ARM64_TESTS      ?= "~[apps]~[circuits]~[alloc]~[mpi]~[timing]~[preset_shapes]~[.]"
 ARM64_WIDE_TESTS ?= "[simd]~[determinism],[platform]"
 ARM64_SVE_WIDTHS ?= 128 256 1024 2048
 QEMU_ARM64       ?= qemu-aarch64 -cpu max

@@ -337,7 +337,7 @@ void check_against_today(const Shape& sh, const Floats& qkv, const Floats& dout,
 }  // namespace
 
 TEST_CASE("flash attention equals today's attention on every preset's shapes, with and without dropout",
-          "[flash][layers]") {
+          "[flash][layers][preset_shapes]") {
     for (const Shape& sh : kPresetShapes)
         for (float p : {0.0f, 0.2f}) {
             const auto qkv = randn<float>(sh.qkv(), 40 + sh.T, 1.5), dout = randn<float>(sh.out(), 41 + sh.T);
@@ -354,7 +354,7 @@ TEST_CASE("flash attention equals today's attention at odd T, T = 1, T not a mul
         }
 }
 
-TEST_CASE("flash attention equals today's attention after rope and QK-norm", "[flash][layers][rope]") {
+TEST_CASE("flash attention equals today's attention after rope and QK-norm", "[flash][layers][rope][preset_shapes]") {
     for (const Shape& sh : {Shape{4, 64, 128, 4}, Shape{2, 256, 384, 6}, Shape{2, 37, 48, 2}})
         for (bool qk_norm : {false, true}) {
             auto qkv = randn<float>(sh.qkv(), 60 + sh.T, 1.5);
