@@ -91,4 +91,17 @@ private:
     size_t size_ = 0;
 };
 
+// Hands out consecutive 64-byte-aligned pieces of an arena; with base == nullptr it only
+// counts, which is how the arena's size is found before allocating it.
+template <typename real>
+struct Carver {
+    real* base;
+    size_t used = 0;
+    real* take(size_t n) {
+        real* p = base ? base + used : nullptr;
+        used += (n + 15) / 16 * 16;
+        return p;
+    }
+};
+
 }  // namespace hg

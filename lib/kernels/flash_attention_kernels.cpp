@@ -14,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "lib/core/tensor.h"
 #include "lib/kernels/bf16-inl.h"
 #include "lib/kernels/flash_attention_kernels.h"
 #include "lib/kernels/simd.h"  // cpu_has_bf16_dot
@@ -29,17 +30,10 @@ inline int PadHs(int hs) { return (hs + 15) / 16 * 16; }
 // read zeros there.
 inline int PadT(int T) { return (T + kTile - 1) / kTile * kTile; }
 
-// Hands out consecutive regions of a thread's slice, each a whole number of 64-byte lines; with a
-// null base it only counts. A bf16 operand region holds pairs, one 32-bit number per two bf16.
-struct Carve {
-    float* base;
-    size_t used = 0;
-    float* floats(size_t n) {
-        float* p = base ? base + used : nullptr;
-        used += (n + 15) / 16 * 16;
-        return p;
-    }
-    uint32_t* pairs(size_t n) { return reinterpret_cast<uint32_t*>(floats(n)); }
+// A thread's slice handed out in regions (Carver, tensor.h); a bf16 operand region holds pairs,
+// one 32-bit number per two bf16.
+struct Carve : Carver<float> {
+    uint32_t* pairs(size_t n) { return reinterpret_cast<uint32_t*>(take(n)); }
 };
 
 // The forward's regions. Float: kt (Tp/tile blocks of (hs, tile)) = kᵀ tile by tile; qp, vp (Tp, hsp)
@@ -59,9 +53,9 @@ inline ForwardSpace forward_space(Carve& c, int T, int hs, bool pairs) {
         f.q16 = c.pairs(Tp * hsp / 2), f.kt2 = c.pairs(hsp / 2 * Tp), f.v2 = c.pairs(Tp / 2 * hsp);
         f.p16 = c.pairs(tile * tile / 2), f.k16 = c.pairs(tile * hsp / 2);
     } else {
-        f.kt = c.floats(size_t(hs) * Tp), f.qp = c.floats(Tp * hsp), f.vp = c.floats(Tp * hsp);
+        f.kt = c.take(size_t(hs) * Tp), f.qp = c.take(Tp * hsp), f.vp = c.take(Tp * hsp);
     }
-    f.s = c.floats(tile * tile), f.o = c.floats(tile * hsp), f.m = c.floats(tile), f.l = c.floats(tile);
+    f.s = c.take(tile * tile), f.o = c.take(tile * hsp), f.m = c.take(tile), f.l = c.take(tile);
     return f;
 }
 
@@ -86,11 +80,11 @@ inline BackwardSpace backward_space(Carve& c, int T, int hs, bool pairs) {
         g.pd2 = c.pairs(tile / 2 * tile), g.ds2 = c.pairs(tile / 2 * tile), g.ds16 = c.pairs(tile * tile / 2);
         g.k16 = c.pairs(tile * hsp / 2);
     } else {
-        g.kt = c.floats(size_t(hs) * tile), g.vt = c.floats(size_t(hs) * tile);
-        g.qp = c.floats(Tp * hsp), g.kp = c.floats(Tp * hsp), g.dop = c.floats(Tp * hsp);
+        g.kt = c.take(size_t(hs) * tile), g.vt = c.take(size_t(hs) * tile);
+        g.qp = c.take(Tp * hsp), g.kp = c.take(Tp * hsp), g.dop = c.take(Tp * hsp);
     }
-    g.D = c.floats(Tp), g.p = c.floats(tile * tile), g.pd = c.floats(tile * tile), g.dp = c.floats(tile * tile);
-    g.dq = c.floats(Tp * hsp), g.dk = c.floats(tile * hsp), g.dv = c.floats(tile * hsp);
+    g.D = c.take(Tp), g.p = c.take(tile * tile), g.pd = c.take(tile * tile), g.dp = c.take(tile * tile);
+    g.dq = c.take(Tp * hsp), g.dk = c.take(tile * hsp), g.dv = c.take(tile * hsp);
     return g;
 }
 }  // namespace hg::flash_space
@@ -493,7 +487,7 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
     const int k_hs = (hs + kPer - 1) / kPer;  // the scores' K, in steps: the rows of a tile of kᵀ
     const size_t ldo = hd.ldo;
     const float scale = 1.0f / std::sqrt(float(hs));
-    Carve carve{scratch};
+    Carve carve{{scratch}};
     const ForwardSpace sp = forward_space(carve, T, hs, kPairs);
     // The products' operands: the scores' a = q's rows and b = kᵀ (tile by tile); o's b = v (its a is
     // P̃). In bf16 v's rows are pairs of positions, so its step k is positions 2k, 2k + 1.
@@ -575,7 +569,7 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
     const float *dout = hd.dout, *out = hd.out, *lse = hd.lse;
     const size_t ldo = hd.ldo;
     const float scale = 1.0f / std::sqrt(float(hs));
-    Carve carve{scratch};
+    Carve carve{{scratch}};
     const BackwardSpace sp = backward_space(carve, T, hs, kPairs);
     // The operands: the scores' a = q's rows, b = kᵀ; dP's a = dout's rows, b = vᵀ (the current key
     // tile's); the b of dv, dk, dq: dout, q, k (their a: P̃ᵀ, dSᵀ, dS), in bf16 pairs of positions.
@@ -713,7 +707,7 @@ size_t flash_head_scratch(int T, int hs, FlashProducts products) {
     size_t most = 0;
     for (bool pairs : {false, true}) {  // Bf16Dot lays its operands out in pairs where it runs
         if (pairs && products != FlashProducts::Bf16Dot) continue;
-        flash_space::Carve forward{nullptr}, backward{nullptr};
+        flash_space::Carve forward{{nullptr}}, backward{{nullptr}};
         flash_space::forward_space(forward, T, hs, pairs);
         flash_space::backward_space(backward, T, hs, pairs);
         most = std::max({most, forward.used, backward.used});

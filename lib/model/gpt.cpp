@@ -95,19 +95,6 @@ static ParameterTensors<real> bind_parameters(const GPTConfig& config, real* bas
     return p;
 }
 
-// Hands out consecutive 64-byte-aligned pieces of an arena; with base == nullptr it only
-// counts, which is how the arena's size is found before allocating it.
-template <typename real>
-struct Carver {
-    real* base;
-    size_t used = 0;
-    real* take(size_t n) {
-        real* p = base ? base + used : nullptr;
-        used += (n + 15) / 16 * 16;
-        return p;
-    }
-};
-
 // The activations and the scratch are sized here, from the config, and nowhere else.
 template <typename real>
 static size_t bind_activations(const GPTConfig& c, int B, int T, real* base, ActivationTensors<real>& a) {
