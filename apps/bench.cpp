@@ -135,8 +135,8 @@ int main(int argc, char** argv) {
         tc.schedule = LrSchedule{1e-4, 1e-5, 0, warmup + steps, true};
         tc.optimizer = parse_optimizer(optimizer);
         tc.dtype = parse_dtype(dtype);
-        const std::string matmul_line =
-            matmul.apply(training_matmul_key(c, tc, threads), [&] { return training_step_matmuls(c, tc, ids); }, threads);
+        const std::string matmul_line = matmul.apply(
+            training_matmul_key(c, tc, threads), [&] { return training_step_matmuls(c, tc, ids); }, threads);
         Trainer trainer;
         trainer.start(c, tc, vocab, ids, ids);
 
@@ -194,10 +194,13 @@ int main(int argc, char** argv) {
         fmt::print("bench: preset {}, B={} T={} L={} C={} NH={} V={} dropout={}, {:.2f} M parameters\n", model.preset,
                    batch_size, T, c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.dropout, P / 1e6);
         fmt::print("threads {}{}, SIMD {}, dtype {}, {} timed steps after {} warm-up\n\n", threads,
-                   batch_threads > 1 ? fmt::format(" ({} batch threads of {} rows)", batch_threads, batch_size / batch_threads) : "",
+                   batch_threads > 1
+                       ? fmt::format(" ({} batch threads of {} rows)", batch_threads, batch_size / batch_threads)
+                       : "",
                    simd_current_target(), dtype, steps, warmup);
         fmt::print("{}\n\n", matmul_line);
-        fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(), sorted.back());
+        fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(),
+                   sorted.back());
         fmt::print("  throughput    {:.0f} tokens/s\n", tokens / (median / 1000));
         fmt::print("  compute       {:.2f} GFLOP per step, {:.1f} GFLOP/s achieved\n", flops / 1e9, gflops);
         std::string others;
@@ -205,12 +208,15 @@ int main(int argc, char** argv) {
             if (name != best_backend) others += fmt::format("; {} {:.1f}", name, g.get<double>());
         fmt::print("  library best  {:.1f} GFLOP/s ({}, 2048³ on {} threads{}): the step at {:.0f} % of it\n", ceiling,
                    best_backend, threads, others, 100 * gflops / ceiling);
-        fmt::print("  machine peak  {:.1f} GFLOP/s f32 (independent FMAs, {}, {} threads): the step at {:.0f} % of it\n",
-                   peak, simd_current_target(), threads, 100 * gflops / peak);
+        fmt::print(
+            "  machine peak  {:.1f} GFLOP/s f32 (independent FMAs, {}, {} threads): the step at {:.0f} % of it\n", peak,
+            simd_current_target(), threads, 100 * gflops / peak);
         if (peak_bf16 > 0) fmt::print("                {:.1f} GFLOP/s bf16 (AVX512_BF16 dot products)\n", peak_bf16);
         else fmt::print("                bf16: this CPU has no bf16 dot product instruction\n");
-        fmt::print("  memory        peak RSS {:.0f} MiB; params+grads+2 moments {:.0f} MiB, activations+scratch {:.0f} MiB\n\n",
-                   rss, state_mib, acts_mib);
+        fmt::print(
+            "  memory        peak RSS {:.0f} MiB; params+grads+2 moments {:.0f} MiB, activations+scratch {:.0f} "
+            "MiB\n\n",
+            rss, state_mib, acts_mib);
         fmt::print("  {:<30} {:>10} {:>10} {:>8}\n", "where the time goes (ms)", "forward", "backward", "share");
         double total = 0;
         for (auto& col : profile.seconds)

@@ -271,17 +271,20 @@ int main(int argc, char** argv) {
         for (uint64_t k : run.keys) keys.push_back(std::to_string(k));
         w.set_metadata("config", config_to_json(config));
         w.set_metadata("lr", nlohmann::json(run.lrs).dump());
-        w.set_metadata("adamw", fmt::format(R"({{"beta1": {:.9g}, "beta2": {:.9g}, "eps": {:.9g}, "weight_decay": {:.9g}}})",
-                                            adamw.beta1, adamw.beta2, adamw.eps, adamw.weight_decay));
+        w.set_metadata("adamw",
+                       fmt::format(R"({{"beta1": {:.9g}, "beta2": {:.9g}, "eps": {:.9g}, "weight_decay": {:.9g}}})",
+                                   adamw.beta1, adamw.beta2, adamw.eps, adamw.weight_decay));
         w.set_metadata("optimizer", to_string(run.optimizer));
         w.set_metadata("muon_momentum", fmt::format("{:.9g}", muon_momentum));
         w.set_metadata("grad_clip", fmt::format("{:.17g}", grad_clip));
         w.set_metadata("dropout_keys", keys.dump());
         w.set_metadata("corrupt_grad", corrupt);
         w.save(out_path);
-        fmt::print("crosscheck: {} parameters, B={} T={}, loss f32 {:.6f} f64 {:.6f}, grad norms (f32) {:.4f} {:.4f} {:.4f}{}\n",
-                   model.num_parameters, B, T, r32.loss[0], r64.loss[0], r32.grad_norm[0], r32.grad_norm[1],
-                   r32.grad_norm[2], corrupt.empty() ? "" : ", corrupted gradient: " + corrupt);
+        fmt::print(
+            "crosscheck: {} parameters, B={} T={}, loss f32 {:.6f} f64 {:.6f}, grad norms (f32) {:.4f} {:.4f} "
+            "{:.4f}{}\n",
+            model.num_parameters, B, T, r32.loss[0], r64.loss[0], r32.grad_norm[0], r32.grad_norm[1], r32.grad_norm[2],
+            corrupt.empty() ? "" : ", corrupted gradient: " + corrupt);
         return 0;
     });
 }

@@ -85,8 +85,10 @@ int main(int argc, char** argv) {
             fmt::print("{}\n", nlohmann::json{{"loss", w.loss}, {"bits_per_char", w.bits_per_char()},
                                               {"tokens", w.tokens}, {"characters", w.characters}}.dump());
         } else {
-            fmt::print("loss {:.4f} nats/token, {:.4f} bits/char over {} tokens, {} characters ({} tokenizer; {} "
-                       "windows of {})\n", w.loss, w.bits_per_char(), w.tokens, w.characters, tok->name(), w.windows, w.T);
+            fmt::print(
+                "loss {:.4f} nats/token, {:.4f} bits/char over {} tokens, {} characters ({} tokenizer; {} "
+                "windows of {})\n",
+                w.loss, w.bits_per_char(), w.tokens, w.characters, tok->name(), w.windows, w.T);
         }
         return 0;
     });

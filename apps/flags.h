@@ -45,7 +45,8 @@ struct ModelFlags {
         o_head = app.add_option("--n_head", cfg.n_head, "NH");
         o_embd = app.add_option("--n_embd", cfg.n_embd, "C");
         o_dropout = app.add_option("--dropout", cfg.dropout, "dropout probability");
-        o_bias = app.add_option("--bias", bias, "nanoGPT's switch: True = biases everywhere (gpt2 layout), False = none");
+        o_bias =
+            app.add_option("--bias", bias, "nanoGPT's switch: True = biases everywhere (gpt2 layout), False = none");
         app.add_option("--bias_layout", bias_layout, "gpt2 | course | lesson14 | none");
         o_tie = app.add_option("--tie_weights", cfg.tie_weights, "share wte with lm_head");
         app.add_option("--pos", pos, "learned | sinusoidal | rope");
@@ -125,8 +126,11 @@ struct MatmulFlag {
     std::string value = "auto";
 
     void add(CLI::App& app) {
-        app.add_option("--matmul", value, "auto | openblas | onednn | highway: what runs the products (highway: our "
-                       "own kernel; auto: the fastest on this model's own products, measured once per machine and remembered)")->capture_default_str();
+        app.add_option(
+               "--matmul", value,
+               "auto | openblas | onednn | highway: what runs the products (highway: our "
+               "own kernel; auto: the fastest on this model's own products, measured once per machine and remembered)")
+            ->capture_default_str();
     }
     void validate() const { parse_matmul_flag(value); }
     std::string apply(const std::string& key, const std::function<std::vector<MatmulCall>()>& calls, int threads,

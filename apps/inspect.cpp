@@ -81,7 +81,8 @@ static void print_causality(GPT<float>& m, int T, const std::string& source) {
     int identical = 0;  // rows before the first that changed, all bit-identical
     for (int t = 0; t < T; t++) {
         double dmax = 0;
-        for (size_t v = 0; v < V; v++) dmax = std::max(dmax, std::fabs(double(m.acts.logits[t * V + v]) - before[t * V + v]));
+        for (size_t v = 0; v < V; v++)
+            dmax = std::max(dmax, std::fabs(double(m.acts.logits[t * V + v]) - before[t * V + v]));
         const bool same = std::memcmp(&before[t * V], m.acts.logits + t * V, V * sizeof(float)) == 0;
         if (same && identical == t) identical++;
         if (T <= 16 || !same || t == T - 1)  // a long context: one line for the identical prefix
@@ -135,7 +136,8 @@ int main(int argc, char** argv) {
         if (!ckpt.empty()) ck.emplace(Checkpoint::load(ckpt));
         const GPTConfig c = ck ? ck->config : model.config();
         if (norms || causality || circuits) {
-            check(!json, "--json prints the config's tables only; drop it for --residual_norms, --causality, --circuits");
+            check(!json,
+                  "--json prints the config's tables only; drop it for --residual_norms, --causality, --circuits");
             if (T == 0) T = c.block_size;
             check(T >= 1 && T <= c.block_size, "T ({}) must be in [1, block_size = {}]", T, c.block_size);
             check_memory_available(memory_need(c, 1, T, 1, 1));

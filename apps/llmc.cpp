@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     imp->add_option("--model", model_path, "an llm.c model file")->required();
     imp->add_option("--out", out, "the checkpoint to write")->required();
 
-    CLI::App* state = app.add_subcommand("debug-state", "write llm.c's debug state from handgrad's forward and backward");
+    CLI::App* state =
+        app.add_subcommand("debug-state", "write llm.c's debug state from handgrad's forward and backward");
     state->add_option("--model", model_path, "an llm.c model file")->required();
     state->add_option("--out", out, "the debug state to write")->required();
     state->add_option("--ids", ids_path, "token ids (else random ids from --seed)");
@@ -117,7 +118,8 @@ int main(int argc, char** argv) {
             save_llmc_model(out, model);
             const GPTConfig& c = model.config;
             fmt::print("wrote {}: maxT {}, V {} (padded {}), L {}, NH {}, C {}; {} parameters\n", out, c.block_size,
-                       c.vocab_size, llmc_padded_vocab(c.vocab_size), c.n_layer, c.n_head, c.n_embd, model.num_parameters);
+                       c.vocab_size, llmc_padded_vocab(c.vocab_size), c.n_layer, c.n_head, c.n_embd,
+                       model.num_parameters);
         } else if (imp->parsed()) {
             GPT<float> model;
             load_model(model, model_path, 1, 1);

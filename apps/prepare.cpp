@@ -58,9 +58,10 @@ int main(int argc, char** argv) {
             last = now;
             const double rate = p.seconds > 0 ? double(p.bytes) / p.seconds : 0;
             const std::string of = p.total_bytes ? " of " + megabytes(double(p.total_bytes)) : "";
-            const std::string eta = p.total_bytes && rate > 0
-                                        ? fmt::format(", ETA {:.0f} s", double(p.total_bytes - std::min(p.bytes, p.total_bytes)) / rate)
-                                        : "";
+            const std::string eta =
+                p.total_bytes && rate > 0
+                    ? fmt::format(", ETA {:.0f} s", double(p.total_bytes - std::min(p.bytes, p.total_bytes)) / rate)
+                    : "";
             const std::string tokens = p.first_pass ? "first pass (counting characters)"
                                                     : fmt::format("{} tokens", p.tokens);
             std::fprintf(stderr, "%s%s%s, %s, %.1f MB/s%s%s", tty ? "\r" : "", megabytes(double(p.bytes)).c_str(),
@@ -69,8 +70,8 @@ int main(int argc, char** argv) {
         const PrepareResult r = prepare_data(opt, progress);
         if (tty && !quiet) std::fprintf(stderr, "\n");
         const double tokens = double(r.train_tokens + r.val_tokens);
-        fmt::print("{} bytes, {} characters -> {} train + {} val tokens of the {} tokenizer in {} file{}, {}\n", r.bytes,
-                   r.characters, r.train_tokens, r.val_tokens, r.tokenizer.describe(), r.files.size(),
+        fmt::print("{} bytes, {} characters -> {} train + {} val tokens of the {} tokenizer in {} file{}, {}\n",
+                   r.bytes, r.characters, r.train_tokens, r.val_tokens, r.tokenizer.describe(), r.files.size(),
                    r.files.size() == 1 ? "" : "s", opt.out_dir);
         fmt::print("{:.1f} s ({:.1f} s first pass): {:.0f} tokens/s, {:.1f} MB/s\n", r.seconds, r.first_pass_seconds,
                    tokens / r.seconds, double(r.bytes) / r.seconds / 1e6);

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
     app.add_option("--start", start, "the prompt, or FILE:path to read it from a file");
     app.add_option("--num_samples", num_samples)->capture_default_str();
     app.add_option("--max_new_tokens", max_new_tokens)->capture_default_str();
-    app.add_option("--temperature", temperature, "0: greedy (the most likely token, no randomness)")->capture_default_str();
+    app.add_option("--temperature", temperature, "0: greedy (the most likely token, no randomness)")
+        ->capture_default_str();
     app.add_option("--top_k", top_k, "keep the k most likely tokens (0: all)")->capture_default_str();
     app.add_option("--seed", seed)->capture_default_str();
     app.add_option("--threads", threads)->capture_default_str();

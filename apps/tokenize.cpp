@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
     app.add_flag("--decode", decode, "read ids, write the text");
     app.add_option("--ckpt", ckpt, "char: the vocabulary of this checkpoint");
     app.add_option("--data", data, "char: the distinct characters of this text file");
-    app.add_option("--gpt2_dir", gpt2_dir, "gpt2: the directory with encoder.json and vocab.bpe")->capture_default_str();
+    app.add_option("--gpt2_dir", gpt2_dir, "gpt2: the directory with encoder.json and vocab.bpe")
+        ->capture_default_str();
     app.add_flag("--special", special, "gpt2: \"<|endoftext|>\" in the text is id 50256 (else it is ordinary text)");
     return run_app(app, argc, argv, [&] {
         check_tokenizer_name(name);

@@ -116,14 +116,17 @@ static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const
     const std::string text = d.files ? std::string() : read_text_file(f.data);
     if (f.init_from == "scratch") {
         d.config = model.config();
-        const std::string name = !f.tokenizer.name.empty() ? f.tokenizer.name : d.files ? d.files->tokenizer.name : "char";
+        const std::string name = !f.tokenizer.name.empty() ? f.tokenizer.name
+                                 : d.files                 ? d.files->tokenizer.name
+                                                           : "char";
         if (d.files) check_same_tokenizer(*d.files, name, d.files->tokenizer.vocab, "--tokenizer=" + name);
         d.tok = make_tokenizer(name, name != "char" ? std::vector<std::string>{}
                                      : d.files ? d.files->tokenizer.vocab : Tokenizer::from_text(text).vocab,
                                f.tokenizer.gpt2_dir);
         if (model.o_vocab->count())
             check(d.config.vocab_size == d.tok->size(), "--vocab_size={} but the {} tokenizer has {} tokens{}",
-                  d.config.vocab_size, name, d.tok->size(), name == "char" ? " (the distinct characters of " + f.data + ")" : "");
+                  d.config.vocab_size, name, d.tok->size(),
+                  name == "char" ? " (the distinct characters of " + f.data + ")" : "");
         d.config.vocab_size = d.tok->size();
         d.config.validate();
     } else {
@@ -227,7 +230,8 @@ int main(int argc, char** argv) {
     Dist dist;
     auto train_main = [&]() -> int {
         // Every rank runs all of this in lockstep; only rank 0 speaks (its stdout, its log.csv).
-        if (dist.rank != 0) check(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence rank {}", dist.rank);
+        if (dist.rank != 0)
+            check(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence rank {}", dist.rank);
         TrainConfig tc = flags.config();
         // N ranks on one host share its cores: by default each takes cores / N threads.
         int threads = flags.threads;
@@ -287,10 +291,12 @@ int main(int argc, char** argv) {
                                           {"matmul", to_string(matmul_current())}}.dump();
         if (d.resume) {
             const nlohmann::json was = nlohmann::json::parse(d.ck->progress.train_config, nullptr, false);
-            check(!was.contains("train_tokens") || (was["train_tokens"] == d.train.size() && was["val_tokens"] == d.val.size()),
-                  "the checkpoint was trained on {} train and {} val tokens; --data={} has {} and {}: resumed, it would "
-                  "read other batches", was.value("train_tokens", 0), was.value("val_tokens", 0), flags.data,
-                  d.train.size(), d.val.size());
+            check(
+                !was.contains("train_tokens") ||
+                    (was["train_tokens"] == d.train.size() && was["val_tokens"] == d.val.size()),
+                "the checkpoint was trained on {} train and {} val tokens; --data={} has {} and {}: resumed, it would "
+                "read other batches",
+                was.value("train_tokens", 0), was.value("val_tokens", 0), flags.data, d.train.size(), d.val.size());
         }
 
         const std::string csv_path = (fs::path(flags.out_dir) / "log.csv").string();

@@ -32,8 +32,10 @@ struct TrainFlags {
         app.add_option("--gradient_accumulation_steps", tc.gradient_accumulation_steps)->capture_default_str();
         app.add_option("--batch_threads", batch_threads,
                        "R threads that each take batch_size / R rows with a replica of the model (1: all threads "
-                       "work on every layer; auto: the fastest R dividing the batch that fits in memory, timed at start-up with "
-                       "the matmul backend)")->capture_default_str();
+                       "work on every layer; auto: the fastest R dividing the batch that fits in memory, timed at "
+                       "start-up with "
+                       "the matmul backend)")
+            ->capture_default_str();
         o_max_iters = app.add_option("--max_iters", tc.max_iters)->capture_default_str();
         o_budget = app.add_option("--time_budget", tc.time_budget,
                                   "seconds of training (evaluation excluded) over which the lr schedule "
@@ -53,7 +55,8 @@ struct TrainFlags {
             ->capture_default_str();
         app.add_option("--dtype", dtype, "float32 | bfloat16 (mixed precision: the products' inputs in bf16, "
                        "everything else float; docs/bf16.md)")->capture_default_str();
-        app.add_option("--muon_lr", tc.muon.lr, "Muon's peak lr, on the lr schedule; 0: learning_rate")->capture_default_str();
+        app.add_option("--muon_lr", tc.muon.lr, "Muon's peak lr, on the lr schedule; 0: learning_rate")
+            ->capture_default_str();
         app.add_option("--muon_momentum", tc.muon.momentum)->capture_default_str();
         app.add_option("--muon_momentum_warmup", tc.muon.momentum_warmup,
                        "steps over which Muon's momentum ramps up from 0.85; 0: none")->capture_default_str();
@@ -71,8 +74,9 @@ struct TrainFlags {
                        "build/prepare's (llm.c's) shards or nanoGPT's train.bin/val.bin, or a glob of shards "
                        "(docs/data.md)")->capture_default_str();
         matmul.add(app);
-        app.add_option("--threads", threads,
-                       "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
+        app.add_option(
+            "--threads", threads,
+            "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
     }
 
     // The training config, with nanoGPT's defaults: lr_decay_iters = max_iters, min_lr =
@@ -91,7 +95,8 @@ struct TrainFlags {
         if (!o_decay->count()) c.schedule.lr_decay_iters = c.max_iters;
         if (!o_warmup->count()) c.schedule.warmup_iters = std::min(c.schedule.warmup_iters, c.schedule.lr_decay_iters);
         if (!o_min_lr->count())
-            c.schedule.min_lr = c.schedule.learning_rate * (preset_tc.schedule.min_lr / preset_tc.schedule.learning_rate);
+            c.schedule.min_lr =
+                c.schedule.learning_rate * (preset_tc.schedule.min_lr / preset_tc.schedule.learning_rate);
         check(c.time_budget == 0 || init_from != "resume",
               "--time_budget plans a fresh run; resume a budgeted run with the --max_iters=N "
               "--lr_decay_iters=N --warmup_iters=W it printed");

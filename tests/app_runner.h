@@ -95,8 +95,9 @@ inline Run check_resume_exact(const std::string& common, const std::string& a, c
 
 // A text for the app tests to train on: `line` repeated `times` times (a few kB; windows of 17
 // tokens in both splits).
-inline std::string corpus(int times = 80,
-                          const std::string& line = "to be or not to be, that is the question; whether 'tis nobler in the mind.\n") {
+inline std::string corpus(
+    int times = 80,
+    const std::string& line = "to be or not to be, that is the question; whether 'tis nobler in the mind.\n") {
     std::string s;
     for (int i = 0; i < times; i++) s += line;
     return s;

@@ -65,7 +65,8 @@ inline NsResult run_ns(const std::vector<double>& x, int a, int b, const NsCoeff
         newton_schulz_bf16(xf.data(), a, b, scratch.data(), scratch16.data(), 5, k);
     else
         newton_schulz(xf.data(), a, b, scratch.data(), 5, k);
-    return {singular_values(to_matrix(x, a, b)), singular_values(to_matrix(std::vector<double>(xf.begin(), xf.end()), a, b))};
+    return {singular_values(to_matrix(x, a, b)),
+            singular_values(to_matrix(std::vector<double>(xf.begin(), xf.end()), a, b))};
 }
 
 // How many singular values break the documented band: those at or above kBandFrom·‖x‖_F outside

@@ -79,11 +79,13 @@ TEST_CASE("train, eval and sample work end to end; resuming through the app is e
         CHECK(s.status == 0);
         CHECK(s.output.rfind("to", 0) == 0);
         Run greedy1 = run(bin("sample") + " --out_dir=" + a + " --start=to --max_new_tokens=20 --temperature=0");
-        Run greedy2 = run(bin("sample") + " --out_dir=" + a + " --start=to --max_new_tokens=20 --temperature=0 --seed=7");
+        Run greedy2 =
+            run(bin("sample") + " --out_dir=" + a + " --start=to --max_new_tokens=20 --temperature=0 --seed=7");
         CHECK(greedy1.output == greedy2.output);
         expect_error(run(bin("sample") + " --out_dir=" + a + " --start=Zebra"), "Z");
         // longer than block_size: the context is cropped, not overrun
-        CHECK(run(bin("sample") + " --out_dir=" + a + " --max_new_tokens=40 --start=" + std::string(30, 't')).status == 0);
+        CHECK(run(bin("sample") + " --out_dir=" + a + " --max_new_tokens=40 --start=" + std::string(30, 't')).status ==
+              0);
     }
     SECTION("truncated or foreign checkpoints are refused, never crash") {
         const std::string ck = a + "/ckpt.safetensors";
@@ -102,7 +104,8 @@ TEST_CASE("sample with and without the KV cache prints the same text; --kv_cache
     TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string a = (tmp.path / "a").string();
-    REQUIRE(run(bin("train") + kTiny + " --data=" + data + " --max_iters=6 --eval_interval=6 --out_dir=" + a).status == 0);
+    REQUIRE(run(bin("train") + kTiny + " --data=" + data + " --max_iters=6 --eval_interval=6 --out_dir=" + a).status ==
+            0);
     // 40 tokens after a 3-character prompt: past block_size 16, where the context slides
     const std::string cmd = bin("sample") + " --out_dir=" + a + " --start=to, --max_new_tokens=40 --num_samples=3";
     for (const std::string& how : {std::string(" --temperature=0"), std::string(" --top_k=5 --seed=3")}) {
@@ -138,7 +141,8 @@ TEST_CASE("train --optimizer=muon prints its groups and resumes exactly through 
                  "--optimizer=muon");
 }
 
-TEST_CASE("train --dtype=bfloat16 says so, resumes exactly, and its checkpoint resumes in float32", "[apps][bf16][resume]") {
+TEST_CASE("train --dtype=bfloat16 says so, resumes exactly, and its checkpoint resumes in float32",
+          "[apps][bf16][resume]") {
     TempDir tmp("handgrad-apps");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
@@ -164,8 +168,10 @@ TEST_CASE("a non-finite loss stops training and keeps the last good checkpoint",
     REQUIRE(run(bin("train") + common + " --max_iters=4 --eval_interval=2").status == 0);
     const std::string before = read_bytes(out + "/ckpt.safetensors");
     // An absurd learning rate sends the weights to ±inf within a few steps: the loss becomes NaN.
-    Run r = run(bin("train") + common + " --init_from=resume --max_iters=40 --eval_interval=2 --grad_clip=0 "
-                "--learning_rate=1e30 --warmup_iters=0 --lr_decay_iters=40 --min_lr=1e30 --always_save_checkpoint=false");
+    Run r =
+        run(bin("train") + common +
+            " --init_from=resume --max_iters=40 --eval_interval=2 --grad_clip=0 "
+            "--learning_rate=1e30 --warmup_iters=0 --lr_decay_iters=40 --min_lr=1e30 --always_save_checkpoint=false");
     expect_error(r, "loss is");
     CHECK(r.output.find("untouched") != std::string::npos);
     // No better val loss is possible from exploding weights, so nothing overwrote the file.

@@ -74,7 +74,8 @@ Result run_bf16(const Shape& sh, const std::vector<float>& qkv, const std::vecto
 
 Result run_float(const Shape& sh, const std::vector<float>& qkv, const std::vector<float>& dout, Dropout drop) {
     const int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH;
-    Result r{std::vector<float>(dout.size()), std::vector<float>(size_t(B) * NH * T * T), std::vector<float>(qkv.size())};
+    Result r{std::vector<float>(dout.size()), std::vector<float>(size_t(B) * NH * T * T),
+             std::vector<float>(qkv.size())};
     std::vector<float> scratch(r.att.size());
     attention_forward_sgemm(r.out.data(), r.att.data(), scratch.data(), qkv.data(), B, T, C, NH, drop);
     attention_backward_sgemm(r.dqkv.data(), scratch.data(), dout.data(), qkv.data(), r.att.data(), B, T, C, NH, drop);
@@ -124,12 +125,14 @@ Worst check_bound(const Shape& sh, const std::vector<float>& qkv, const std::vec
                 for (int s = 0; s <= t; s++) {
                     A[size_t(t) * T + s] = std::exp(S[s] - mx) / sum;
                     P[size_t(t) * T + s] = A[size_t(t) * T + s] * attention_dropout_factor<double>(drop, row + s);
-                    w.att = std::max(w.att, ratio(r.att[row + s], A[size_t(t) * T + s], alpha[t] * A[size_t(t) * T + s]));
+                    w.att =
+                        std::max(w.att, ratio(r.att[row + s], A[size_t(t) * T + s], alpha[t] * A[size_t(t) * T + s]));
                 }
                 for (int s = t + 1; s < T; s++) w.att_masked_zero = w.att_masked_zero && r.att[row + s] == 0.0f;
                 for (int i = 0; i < hs; i++) {  // out
                     double exact = 0, mag = 0;
-                    for (int s = 0; s <= t; s++) exact += P[size_t(t) * T + s] * v(s, i), mag += P[size_t(t) * T + s] * std::fabs(v(s, i));
+                    for (int s = 0; s <= t; s++)
+                        exact += P[size_t(t) * T + s] * v(s, i), mag += P[size_t(t) * T + s] * std::fabs(v(s, i));
                     const double bound = ((1 + pi[t]) * (1 + u_in) * (1 + (T + 1) * eps) - 1) * mag;
                     w.out = std::max(w.out, ratio(r.out[(size_t(b) * T + t) * C + size_t(h) * hs + i], exact, bound));
                 }
@@ -162,7 +165,8 @@ Worst check_bound(const Shape& sh, const std::vector<float>& qkv, const std::vec
             for (int t = 0; t < T; t++)
                 for (int s = 0; s <= t; s++) {
                     const double ds = dS[size_t(t) * T + s], ta = tau[size_t(t) * T + s], p = P[size_t(t) * T + s];
-                    const double c = ta * (1 + u_in) + u_in * std::fabs(ds) + (2 * T + 3) * eps * (std::fabs(ds) + ta) * (1 + u_in);
+                    const double c =
+                        ta * (1 + u_in) + u_in * std::fabs(ds) + (2 * T + 3) * eps * (std::fabs(ds) + ta) * (1 + u_in);
                     const double cv = (1 + pi[t]) * (1 + u_in) * (1 + 2 * T * eps) - 1;
                     for (int i = 0; i < hs; i++) {
                         const size_t qt = (size_t(b) * T + t) * C3 + size_t(h) * hs + i;
@@ -216,7 +220,9 @@ TEST_CASE("attention in bf16: out, att and dqkv within the bound from u, ε and 
                 CHECK(w.att_masked_zero);
                 CHECK(w.out > 0.02);  // the inputs really were rounded: a float path sits far below (next test)
                 CHECK(w.dqkv > 0.02);
-                if (!widen && p > 0 && sh.T == 130) WARN("bf16 attention, worst of the bound: out " << w.out << ", att " << w.att << ", dqkv " << w.dqkv);
+                if (!widen && p > 0 && sh.T == 130)
+                    WARN("bf16 attention, worst of the bound: out " << w.out << ", att " << w.att << ", dqkv "
+                                                                    << w.dqkv);
             }
     }
     matmul_bf16_force_widen(false);
@@ -266,10 +272,12 @@ TEST_CASE("attention in bf16: out and dqkv are written, not added to; same input
             const Result n = run_bf16(sh, qkv, dout, drop, drop, std::numeric_limits<float>::quiet_NaN());
             {  // no working space: hg::Error
                 std::vector<float> f(size_t(sh.B) * sh.NH * sh.T * sh.T + qkv.size());
-                CHECK_THROWS_AS(attention_forward_bf16(f.data(), nullptr, f.data(), f.data(), nullptr, qkv.data(), sh.B, sh.T,
-                                                       sh.C, sh.NH, drop), Error);
-                CHECK_THROWS_AS(attention_backward_bf16(f.data(), nullptr, f.data(), nullptr, dout.data(), qkv.data(), f.data(),
-                                                        sh.B, sh.T, sh.C, sh.NH, drop), Error);
+                CHECK_THROWS_AS(attention_forward_bf16(f.data(), nullptr, f.data(), f.data(), nullptr, qkv.data(), sh.B,
+                                                       sh.T, sh.C, sh.NH, drop),
+                                Error);
+                CHECK_THROWS_AS(attention_backward_bf16(f.data(), nullptr, f.data(), nullptr, dout.data(), qkv.data(),
+                                                        f.data(), sh.B, sh.T, sh.C, sh.NH, drop),
+                                Error);
             }
             for (const Result* o : {&b, &n}) {  // whatever the buffers held: the same bits
                 CHECK(std::memcmp(a.out.data(), o->out.data(), a.out.size() * sizeof(float)) == 0);
@@ -302,7 +310,8 @@ TEST_CASE("attention in bf16: oneDNN and the widening path agree to float sum or
     }
     matmul_bf16_force_widen(false);
     double att_diff = 0;
-    for (size_t i = 0; i < runs[0].att.size(); i++) att_diff = std::max(att_diff, double(std::fabs(runs[0].att[i] - runs[1].att[i])));
+    for (size_t i = 0; i < runs[0].att.size(); i++)
+        att_diff = std::max(att_diff, double(std::fabs(runs[0].att[i] - runs[1].att[i])));
     INFO("largest difference of att between the backends " << att_diff);
     CHECK(att_diff < 1e-5);
 }

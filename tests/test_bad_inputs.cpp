@@ -40,8 +40,9 @@ struct Setup {
         dir = (tmp.path / "dir").string();
         fs::create_directories(dir);
         nowhere = "/proc/handgrad-no-such-dir/x";  // /proc takes no new directories, even from root
-        const Run r = run(bin("train") + kTiny + " --eval_iters=1 --batch_threads=1 --warmup_iters=1 --max_iters=1 --data=" +
-                          data + " --out_dir=" + (tmp.path / "out").string());
+        const Run r = run(bin("train") + kTiny +
+                          " --eval_iters=1 --batch_threads=1 --warmup_iters=1 --max_iters=1 --data=" + data +
+                          " --out_dir=" + (tmp.path / "out").string());
         INFO(r.output);
         REQUIRE(r.status == 0);
         ckpt = (tmp.path / "out" / "ckpt.safetensors").string();
@@ -52,34 +53,64 @@ struct Setup {
 
 TEST_CASE("train: meaningless numbers and unusable paths are refused in one line", "[robust][errors][apps]") {
     Setup s;
-    const std::string base = bin("train") + kTiny + " --eval_iters=1 --batch_threads=1 --max_iters=2 --warmup_iters=1 --data=" +
-                             s.data + " --out_dir=" + (s.tmp.path / "o").string();
+    const std::string base = bin("train") + kTiny +
+                             " --eval_iters=1 --batch_threads=1 --max_iters=2 --warmup_iters=1 --data=" + s.data +
+                             " --out_dir=" + (s.tmp.path / "o").string();
     expect_errors(base, {
-        {"--learning_rate=nan", "learning_rate"}, {"--learning_rate=inf", "learning_rate"},
-        {"--learning_rate=-inf", "learning_rate"}, {"--min_lr=nan", "min_lr"}, {"--beta1=nan", "beta1"},
-        {"--beta2=inf", "beta2"}, {"--beta1=1", "beta1"}, {"--eps=inf", "eps"}, {"--eps=nan", "eps"}, {"--eps=0", "eps"},
-        {"--weight_decay=nan", "weight_decay"}, {"--weight_decay=-1", "weight_decay"}, {"--grad_clip=nan", "grad_clip"},
-        {"--grad_clip=inf", "grad_clip"}, {"--grad_clip=-1", "grad_clip"}, {"--dropout=nan", "dropout"},
-        {"--dropout=-0.1", "dropout"}, {"--dropout=1", "dropout"}, {"--time_budget=nan --max_iters=0", "time_budget"},
-        {"--max_iters=-1", "max_iters"}, {"--eval_interval=0", "eval_interval"}, {"--eval_iters=0", "eval_iters"},
-        {"--log_interval=0", "log_interval"}, {"--warmup_iters=-1", "warmup_iters"},
-        {"--lr_decay_iters=-5", "lr_decay_iters"}, {"--gradient_accumulation_steps=0", "gradient_accumulation_steps"},
-        {"--gradient_accumulation_steps=2000000000", "gradient_accumulation_steps"},
-        {"--eval_iters=2000000000", "eval_iters"},
-        {"--batch_size=-1", "batch_size"}, {"--batch_threads=0", "batch_threads"}, {"--batch_threads=3", "batch_threads"},
-        {"--n_head=0", "n_head"}, {"--n_embd=-16", "n_embd"}, {"--n_layer=0", "n_layer"},
-        {"--n_layer=100000000", "n_layer"}, {"--block_size=2000000000", "block_size"},
-        {"--lr_replans=5:3", "re-plan"}, {"--lr_decay=foo", "foo"},
-        {"--dtype=float16", "dtype"}, {"--dtype=", "dtype"}, {"--dtype=BFloat16", "dtype"},
-        {"--threads=-1", "--threads"}, {"--threads=1000000", "--threads"},
-        {"--matmul=cuda", "--matmul"}, {"--matmul=", "--matmul"},
-        // the memory check: refused with the numbers before anything is allocated
-        {"--batch_size=100000000", "GiB available"},
-        {"--data=" + s.dir, s.dir}, {"--data=/dev/zero", "not a regular file"},
-        {"--data=" + (s.tmp.path / "missing.txt").string(), "missing.txt"},
-        {"--out_dir=" + s.file, "--out_dir"}, {"--out_dir=" + s.file + "/sub", "--out_dir"},
-        {"--out_dir=" + s.nowhere, "--out_dir"},
-    });
+                            {"--learning_rate=nan", "learning_rate"},
+                            {"--learning_rate=inf", "learning_rate"},
+                            {"--learning_rate=-inf", "learning_rate"},
+                            {"--min_lr=nan", "min_lr"},
+                            {"--beta1=nan", "beta1"},
+                            {"--beta2=inf", "beta2"},
+                            {"--beta1=1", "beta1"},
+                            {"--eps=inf", "eps"},
+                            {"--eps=nan", "eps"},
+                            {"--eps=0", "eps"},
+                            {"--weight_decay=nan", "weight_decay"},
+                            {"--weight_decay=-1", "weight_decay"},
+                            {"--grad_clip=nan", "grad_clip"},
+                            {"--grad_clip=inf", "grad_clip"},
+                            {"--grad_clip=-1", "grad_clip"},
+                            {"--dropout=nan", "dropout"},
+                            {"--dropout=-0.1", "dropout"},
+                            {"--dropout=1", "dropout"},
+                            {"--time_budget=nan --max_iters=0", "time_budget"},
+                            {"--max_iters=-1", "max_iters"},
+                            {"--eval_interval=0", "eval_interval"},
+                            {"--eval_iters=0", "eval_iters"},
+                            {"--log_interval=0", "log_interval"},
+                            {"--warmup_iters=-1", "warmup_iters"},
+                            {"--lr_decay_iters=-5", "lr_decay_iters"},
+                            {"--gradient_accumulation_steps=0", "gradient_accumulation_steps"},
+                            {"--gradient_accumulation_steps=2000000000", "gradient_accumulation_steps"},
+                            {"--eval_iters=2000000000", "eval_iters"},
+                            {"--batch_size=-1", "batch_size"},
+                            {"--batch_threads=0", "batch_threads"},
+                            {"--batch_threads=3", "batch_threads"},
+                            {"--n_head=0", "n_head"},
+                            {"--n_embd=-16", "n_embd"},
+                            {"--n_layer=0", "n_layer"},
+                            {"--n_layer=100000000", "n_layer"},
+                            {"--block_size=2000000000", "block_size"},
+                            {"--lr_replans=5:3", "re-plan"},
+                            {"--lr_decay=foo", "foo"},
+                            {"--dtype=float16", "dtype"},
+                            {"--dtype=", "dtype"},
+                            {"--dtype=BFloat16", "dtype"},
+                            {"--threads=-1", "--threads"},
+                            {"--threads=1000000", "--threads"},
+                            {"--matmul=cuda", "--matmul"},
+                            {"--matmul=", "--matmul"},
+                            // the memory check: refused with the numbers before anything is allocated
+                            {"--batch_size=100000000", "GiB available"},
+                            {"--data=" + s.dir, s.dir},
+                            {"--data=/dev/zero", "not a regular file"},
+                            {"--data=" + (s.tmp.path / "missing.txt").string(), "missing.txt"},
+                            {"--out_dir=" + s.file, "--out_dir"},
+                            {"--out_dir=" + s.file + "/sub", "--out_dir"},
+                            {"--out_dir=" + s.nowhere, "--out_dir"},
+                        });
 }
 
 TEST_CASE("sample: temperature 0 is greedy; what has no meaning is refused", "[robust][errors][apps]") {
@@ -125,11 +156,19 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
         {"--prompt=the --out=" + s.dir, s.dir}, {"--prompt=the --out=" + s.nowhere, s.nowhere},
         {"--prompt=the --fresh_init=foo", "foo"}, {"--prompt=", "prompt"}, {"--prompt=the --change_to=tt", "change_to"},
     });
-    expect_errors(bin("bench") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --steps=1 --warmup=0", {
-        {"--steps=0", "steps"}, {"--warmup=-1", "warmup"}, {"--batch_size=0", "batch_size"},
-        {"--batch_size=100000000", "GiB available"}, {"--threads=-1", "--threads"}, {"--threads=1000000", "--threads"},
-        {"--batch_threads=0", "batch"}, {"--batch_threads=5", "batch"}, {"--dtype=bf16", "dtype"}, {"--matmul=mkl", "--matmul"},
-    });
+    expect_errors(bin("bench") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --steps=1 --warmup=0",
+                  {
+                      {"--steps=0", "steps"},
+                      {"--warmup=-1", "warmup"},
+                      {"--batch_size=0", "batch_size"},
+                      {"--batch_size=100000000", "GiB available"},
+                      {"--threads=-1", "--threads"},
+                      {"--threads=1000000", "--threads"},
+                      {"--batch_threads=0", "batch"},
+                      {"--batch_threads=5", "batch"},
+                      {"--dtype=bf16", "dtype"},
+                      {"--matmul=mkl", "--matmul"},
+                  });
     expect_errors(bin("crosscheck") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --vocab_size=10 --ckpt=" +
                       (s.tmp.path / "cc.st").string() + " --out=" + (s.tmp.path / "cc.out").string(), {
         {"--batch_size=0", "batch_size"}, {"--seq_len=100", "seq_len"}, {"--learning_rate=nan", "learning_rate"},

@@ -52,7 +52,8 @@ TEST_CASE("--batch_threads is auto or a positive integer; auto considers the div
     CHECK(parse_batch_threads("3") == 3);
     for (const char* bad : {"0", "-2", "two", "2x", "", "1.5", "Auto"}) {
         INFO("'" << bad << "'");
-        REQUIRE_THROWS_WITH(parse_batch_threads(bad), Catch::Contains("--batch_threads must be auto or a positive integer"));
+        REQUIRE_THROWS_WITH(parse_batch_threads(bad),
+                            Catch::Contains("--batch_threads must be auto or a positive integer"));
     }
     const auto all = [](int) { return true; };
     using V = std::vector<int>;

@@ -123,7 +123,8 @@ TEST_CASE("the bf16 step's gradients are the float step's within the bound from 
         gpt_init(m, 11);
         std::vector<int> idx(size_t(B) * T), tgt(idx.size());
         Rng rng(5);
-        for (size_t i = 0; i < idx.size(); i++) idx[i] = int(rng.below(c.vocab_size)), tgt[i] = int(rng.below(c.vocab_size));
+        for (size_t i = 0; i < idx.size(); i++)
+            idx[i] = int(rng.below(c.vocab_size)), tgt[i] = int(rng.below(c.vocab_size));
         const std::vector<float> g32 = step_gradient(m, idx, tgt, B, T);
         const double loss32 = m.loss;
         gpt_use_bf16(m);
@@ -161,7 +162,8 @@ struct Run {
     TrainConfig tc;
     Run() {
         std::string text;
-        for (int i = 0; i < 60; i++) text += "the quick brown fox jumps over the lazy dog. pack my box with five dozen jugs!\n";
+        for (int i = 0; i < 60; i++)
+            text += "the quick brown fox jumps over the lazy dog. pack my box with five dozen jugs!\n";
         tok = Tokenizer::from_text(text);
         split = split_train_val(tok.encode(text));
         c.vocab_size = tok.size(), c.block_size = 16, c.n_layer = 2, c.n_head = 2, c.n_embd = 32, c.dropout = 0.1f;
@@ -186,7 +188,8 @@ static bool copies_fresh(const Trainer& t) {
     return true;
 }
 
-TEST_CASE("bf16 training: copies refreshed by AdamW's and Muon's pass; float runs allocate none", "[bf16][train][muon]") {
+TEST_CASE("bf16 training: copies refreshed by AdamW's and Muon's pass; float runs allocate none",
+          "[bf16][train][muon]") {
     Run r;
     for (OptimizerKind opt : {OptimizerKind::AdamW, OptimizerKind::Muon})
         for (int R : {1, 2}) {

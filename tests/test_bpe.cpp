@@ -39,7 +39,8 @@ const Entry kTable[] = {
     // h e l l o: "h e" (rank 2) -> he l l o; "l l" (41; "he l" is 2722, "l o" 5183) -> he ll o;
     // "he ll" (12502; "ll o" is 18542) -> hell o; "hell o" (31117) -> hello, id 31373.
     {"hello", {31373}},
-    {"I'm here, they're not; you'll see what's what.", {40, 1101, 994, 11, 484, 821, 407, 26, 345, 1183, 766, 644, 338, 644, 13}},
+    {"I'm here, they're not; you'll see what's what.",
+     {40, 1101, 994, 11, 484, 821, 407, 26, 345, 1183, 766, 644, 338, 644, 13}},
     // The contractions are lowercase only: "'S" is "'" (6) then "S" (50); " 'S" is " '" (705), "S".
     // " 'st": the space is not part of a contraction, so " '" (705) then "st" (301).
     {"IT'S HE'S 'S 'st", {2043, 6, 50, 11179, 6, 50, 705, 50, 705, 301}},
@@ -54,10 +55,10 @@ const Entry kTable[] = {
     {"  x", {220, 2124}},
     {"1234567 3.14159 2024", {10163, 2231, 3134, 513, 13, 1415, 19707, 48609}},
     {"x=1;y!=2?!...", {87, 28, 16, 26, 88, 0, 28, 17, 12248, 986}},
-    {"Hello, \xd0\xbc\xd0\xb8\xd1\x80!", {15496, 11, 12466, 120, 18849, 21169, 0}},                  // Cyrillic
+    {"Hello, \xd0\xbc\xd0\xb8\xd1\x80!", {15496, 11, 12466, 120, 18849, 21169, 0}},                          // Cyrillic
     {"\xe4\xbd\xa0\xe5\xa5\xbd\xe4\xb8\x96\xe7\x95\x8c", {19526, 254, 25001, 121, 10310, 244, 45911, 234}},  // CJK
-    {"\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7", {25405, 26897, 148, 255, 39848, 12919}},                // Arabic
-    {"\xf0\x9f\x91\x8b\xf0\x9f\x8f\xbd", {41840, 233, 8582, 237, 121}},  // waving hand + skin tone
+    {"\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7", {25405, 26897, 148, 255, 39848, 12919}},                    // Arabic
+    {"\xf0\x9f\x91\x8b\xf0\x9f\x8f\xbd", {41840, 233, 8582, 237, 121}},           // waving hand + skin tone
     {"\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7",  // family, joined by ZWJ
      {41840, 101, 447, 235, 41840, 102, 447, 235, 41840, 100}},
     {"cafe\xcc\x81 caf\xc3\xa9", {66, 8635, 136, 223, 40304}},  // e + combining acute, then é
@@ -66,8 +67,8 @@ const Entry kTable[] = {
     {"a\xff"
      "b",
      {64, 187, 65}},
-    {"\xe2\x80 x\xc3", {158, 222, 2124, 127}},           // truncated sequences
-    {"\xed\xa0\x80\xc0\xaf", {169, 254, 222, 124, 107}},  // an encoded surrogate, an overlong '/'
+    {"\xe2\x80 x\xc3", {158, 222, 2124, 127}},             // truncated sequences
+    {"\xed\xa0\x80\xc0\xaf", {169, 254, 222, 124, 107}},   // an encoded surrogate, an overlong '/'
     {"<|endoftext|>", {27, 91, 437, 1659, 5239, 91, 29}},  // ordinary text for encode()
     // U+0085 (NEL) is white space to GPT-2's \s, U+180E is not (PCRE2's own \s says otherwise).
     {"\tTab\x0bvt\xc2\x85nel\xe1\xa0\x8emvs", {197, 33349, 199, 36540, 126, 227, 4954, 157, 254, 236, 76, 14259}},

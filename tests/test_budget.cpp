@@ -23,7 +23,9 @@
 using namespace hg;
 using namespace hg::test;
 
-static std::string york_text() { return corpus(80, "Now is the winter of our discontent made glorious summer by this sun of York.\n"); }
+static std::string york_text() {
+    return corpus(80, "Now is the winter of our discontent made glorious summer by this sun of York.\n");
+}
 
 static const std::string kTinyRun = kTiny + " --warmup_iters=3";
 
@@ -76,7 +78,9 @@ TEST_CASE("the budget controller re-plans at the warmup's end and each tenth, an
     // The machine: 1/128 s per step for the first 20 steps, then 1/64 s, then 1/32 s from step
     // 300, and 1/4 s once 14.5 s are used (after the last re-plan: the clock must stop the run).
     double now = plan.spent;  // the seconds of training the clock reads
-    auto step_time = [&](int iter) { return now > 14.5 ? 0.25 : iter < 20 ? 1.0 / 128 : iter < 300 ? 1.0 / 64 : 1.0 / 32; };
+    auto step_time = [&](int iter) {
+        return now > 14.5 ? 0.25 : iter < 20 ? 1.0 / 128 : iter < 300 ? 1.0 / 64 : 1.0 / 32;
+    };
     TimeBudget budget(tr, plan, [&] { return now; });
     std::vector<Replanned> replans;
     std::vector<int> replan_iters;
@@ -158,7 +162,8 @@ TEST_CASE("a short warmup is never re-planned inside, however much of the budget
     CHECK_NOTHROW(validate(tr.cfg.schedule));
 }
 
-TEST_CASE("a budgeted run on a clock of its own stops where the clock says, and replays without it", "[budget][train]") {
+TEST_CASE("a budgeted run on a clock of its own stops where the clock says, and replays without it",
+          "[budget][train]") {
     TrainConfig tc;
     tc.batch_size = 2, tc.time_budget = 1, tc.schedule.warmup_iters = 20, tc.eval_interval = 25, tc.eval_iters = 2;
     TinyTrainer tiny(tc, 0.1f);
@@ -208,8 +213,10 @@ TEST_CASE("a budgeted run on a clock of its own stops where the clock says, and 
     CHECK_FALSE(replayed.clock_stopped);
     REQUIRE(again.trainer.progress.iter_num == done);
     CHECK(check_same_tensors(settings.ckpt_path, plain.ckpt_path) > 10);
-    CHECK(replay_flags(tr.cfg, done) == fmt::format("--max_iters={} --lr_decay_iters={} --warmup_iters=20 --lr_replans={} "
-                                                    "--time_budget=0", done, 93, to_string(tr.cfg.schedule.replans)));
+    CHECK(replay_flags(tr.cfg, done) ==
+          fmt::format("--max_iters={} --lr_decay_iters={} --warmup_iters=20 --lr_replans={} "
+                      "--time_budget=0",
+                      done, 93, to_string(tr.cfg.schedule.replans)));
 }
 
 TEST_CASE("a time-budgeted run is the --max_iters run it planned, cut where the clock stopped", "[apps][budget]") {

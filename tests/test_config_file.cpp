@@ -29,7 +29,8 @@ std::string tiny_config(const std::string& data, const std::string& out_dir) {
 
 }  // namespace
 
-TEST_CASE("--config: train reads a TOML file, flags override it, run.toml replays the run byte for byte", "[config][apps]") {
+TEST_CASE("--config: train reads a TOML file, flags override it, run.toml replays the run byte for byte",
+          "[config][apps]") {
     TempDir tmp("handgrad-config");
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string out = (tmp.path / "out").string();
@@ -64,7 +65,8 @@ TEST_CASE("--config: a preset in the file sets train's defaults as --preset does
     const std::string data = write_file(tmp.path / "data.txt", corpus());
     const std::string out = (tmp.path / "out").string();
     // finetune-shakespeare's training recipe (log every step, beta2 0.95, a constant lr) at a tiny size.
-    const std::string cfg = write_file(tmp.path / "c.toml", "preset = \"finetune-shakespeare\"\n" + tiny_config(data, out));
+    const std::string cfg =
+        write_file(tmp.path / "c.toml", "preset = \"finetune-shakespeare\"\n" + tiny_config(data, out));
     const Run r = run(bin("train") + " --config=" + cfg);
     INFO(r.output);
     REQUIRE(r.status == 0);
@@ -78,7 +80,8 @@ TEST_CASE("--config: a preset in the file sets train's defaults as --preset does
     CHECK(written.find("\ndecay_lr = false\n") != std::string::npos);
 }
 
-TEST_CASE("--config: every app takes it; a missing or unreadable file, an unknown key: one line, exit 1", "[config][apps][errors]") {
+TEST_CASE("--config: every app takes it; a missing or unreadable file, an unknown key: one line, exit 1",
+          "[config][apps][errors]") {
     TempDir tmp("handgrad-config");
     const std::string unknown = write_file(tmp.path / "unknown.toml", "no_such_flag = 3\n");
     for (const char* app : {"activations", "bench", "bench_sample", "crosscheck", "eval", "inspect", "llmc", "logits",

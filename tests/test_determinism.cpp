@@ -43,7 +43,8 @@ struct Setup {
     GPTConfig config;
     TrainConfig train;
     Setup() {
-        for (int i = 0; i < 40; i++) text += "so shaken as we are, so wan with care, find we a time for frighted peace\n";
+        for (int i = 0; i < 40; i++)
+            text += "so shaken as we are, so wan with care, find we a time for frighted peace\n";
         tok = Tokenizer::from_text(text);
         split = split_train_val(tok.encode(text));
         config.vocab_size = tok.size(), config.block_size = 16, config.n_layer = 2, config.n_head = 2;

@@ -22,7 +22,8 @@ using namespace hg::test;
 namespace {
 
 std::string romeo_text() {
-    return corpus(60, "ROMEO: But soft, what light through yonder window breaks? It's the east, and Juliet's the sun.\n");
+    return corpus(60,
+                  "ROMEO: But soft, what light through yonder window breaks? It's the east, and Juliet's the sun.\n");
 }
 
 // Smaller still, so each run takes about a second even with GPT-2's 50,257 rows.
@@ -36,7 +37,8 @@ TEST_CASE("train --tokenizer=gpt2 records the tokenizer; eval and sample use it 
     TempDir tmp("handgrad-gpt2");
     const std::string data = write_file(tmp.path / "data.txt", romeo_text()), out = (tmp.path / "out").string();
     const std::string dir = " --gpt2_dir=" + gpt2_dir(), ckpt = out + "/ckpt.safetensors";
-    const Run train = run(bin("train") + kTinyRun + " --tokenizer=gpt2" + dir + " --data=" + data + " --out_dir=" + out);
+    const Run train =
+        run(bin("train") + kTinyRun + " --tokenizer=gpt2" + dir + " --data=" + data + " --out_dir=" + out);
     INFO(train.output);
     REQUIRE(train.status == 0);
     CHECK(train.output.find("V=50257") != std::string::npos);
@@ -68,8 +70,9 @@ TEST_CASE("train --tokenizer=gpt2 records the tokenizer; eval and sample use it 
     // a mismatch, on every app, and on resuming
     expect_error(run(bin("eval") + " --ckpt=" + ckpt + " --tokenizer=char --text=" + data), "trained with the gpt2");
     expect_error(run(bin("sample") + " --ckpt=" + ckpt + " --tokenizer=char"), "trained with the gpt2");
-    expect_error(run(bin("train") + kTinyRun + " --tokenizer=char --init_from=resume --data=" + data + " --out_dir=" + out),
-                 "trained with the gpt2");
+    expect_error(
+        run(bin("train") + kTinyRun + " --tokenizer=char --init_from=resume --data=" + data + " --out_dir=" + out),
+        "trained with the gpt2");
     expect_error(run(bin("sample") + " --ckpt=" + ckpt + " --gpt2_dir=" + (tmp.path / "none").string()), "none");
 }
 
@@ -110,7 +113,8 @@ TEST_CASE("a checkpoint's tokenizer metadata is validated on load", "[gpt2][erro
     CHECK_THROWS_WITH(save_checkpoint(path, m, vocab, {}, nullptr, nullptr, "gpt2"),
                       Catch::Contains("no vocabulary of its own"));
     CHECK_THROWS_WITH(save_checkpoint(path, m, {}, {}, nullptr, nullptr, "gpt2"), Catch::Contains("vocab_size 50257"));
-    CHECK_THROWS_WITH(save_checkpoint(path, m, vocab, {}, nullptr, nullptr, "bpe"), Catch::Contains("unknown tokenizer"));
+    CHECK_THROWS_WITH(save_checkpoint(path, m, vocab, {}, nullptr, nullptr, "bpe"),
+                      Catch::Contains("unknown tokenizer"));
     save_checkpoint(path, m, vocab, {}, nullptr, nullptr);
 
     // the same file with its "tokenizer" entry rewritten
@@ -119,7 +123,8 @@ TEST_CASE("a checkpoint's tokenizer metadata is validated on load", "[gpt2][erro
         SafetensorsWriter w;
         for (const std::string& name : f.names()) {
             const auto& e = f.get(name);
-            w.add(name, e.dtype, std::vector<size_t>(e.shape.dims.begin(), e.shape.dims.begin() + e.shape.ndim), e.data);
+            w.add(name, e.dtype, std::vector<size_t>(e.shape.dims.begin(), e.shape.dims.begin() + e.shape.ndim),
+                  e.data);
         }
         for (const auto& [key, value] : f.metadata()) w.set_metadata(key, value);
         w.set_metadata("tokenizer", tokenizer);

@@ -24,7 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string winter_text() { return corpus(60, "now is the winter of our discontent made glorious summer by this sun of york.\n"); }
+std::string winter_text() {
+    return corpus(60, "now is the winter of our discontent made glorious summer by this sun of york.\n");
+}
 
 // A tiny run that logs every step and never finishes by itself.
 const std::string kEndless = kTiny + " --eval_iters=1 --batch_threads=1 --log_interval=1 --max_iters=100000000";

@@ -88,7 +88,8 @@ TEST_CASE("the README's map lists lib/'s folders in design.md's order", "[layout
 TEST_CASE("the layout check catches an include that points up the order", "[layout]") {
     // The check above on a made-up file of kernels/ that includes a layer: caught.
     const std::vector<std::string> order = stated_order();
-    const std::vector<std::string> used = included_folders("#include \"lib/core/errors.h\"\n#include \"lib/layers/dropout.h\"\n");
+    const std::vector<std::string> used =
+        included_folders("#include \"lib/core/errors.h\"\n#include \"lib/layers/dropout.h\"\n");
     REQUIRE(used.size() == 2);
     CHECK(rank(order, used[0]) <= rank(order, "kernels"));
     CHECK_FALSE(rank(order, used[1]) <= rank(order, "kernels"));

@@ -272,7 +272,8 @@ TEST_CASE("build/llmc: export, import, debug-state, loss; bad files are one erro
              {"loss --block_size=8 --model=" + dir + "/m.bin --ids=" + dir + "/m.bin", "not a list of token ids"},
              {"debug-state --matmul=gpu --model=" + dir + "/m.bin" + out, "--matmul"},
              {"loss --matmul=tpu --model=" + dir + "/m.bin --ids=" + dir + "/ids.txt", "--matmul"},
-             {"loss --block_size=8 --batch_size=2 --model=" + dir + "/m.bin --ids=" + dir + "/ids.txt --batches=5", "need"}}) {
+             {"loss --block_size=8 --batch_size=2 --model=" + dir + "/m.bin --ids=" + dir + "/ids.txt --batches=5",
+              "need"}}) {
         r = run(bin("llmc") + " " + args);
         expect_error(r, phrase);
         CHECK(r.status == 1);

@@ -78,7 +78,8 @@ double error_in_rounding_units(const MatmulCall& m, const Operands& in, const st
             worst = std::max(worst, std::fabs(got[size_t(i) * m.ldc + j] - sum) / (scale * unit + 1e-300));
         }
         for (int j = m.N; j < m.ldc; j++)
-            if (got[size_t(i) * m.ldc + j] != in.c[size_t(i) * m.ldc + j]) return std::numeric_limits<double>::quiet_NaN();
+            if (got[size_t(i) * m.ldc + j] != in.c[size_t(i) * m.ldc + j])
+                return std::numeric_limits<double>::quiet_NaN();
     }
     return worst;
 }
@@ -115,8 +116,10 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
     GPTConfig c = preset("course");
     c.n_layer = 2, c.block_size = 24, c.vocab_size = 40;
     GPTConfig modern = c;
-    modern.norm = NormKind::RMSNorm, modern.pos = PosEncoding::Rope, modern.mlp = MlpKind::SwiGLU, modern.qk_norm = true;
-    modern.n_head = 2, modern.block_size = 80;  // heads of 64 over 80 positions: attention's products, not its fused kernel
+    modern.norm = NormKind::RMSNorm, modern.pos = PosEncoding::Rope, modern.mlp = MlpKind::SwiGLU,
+    modern.qk_norm = true;
+    modern.n_head = 2,
+    modern.block_size = 80;  // heads of 64 over 80 positions: attention's products, not its fused kernel
     const std::vector<int> ids = random_ids(c.vocab_size, 4000);
     std::vector<MatmulCall> calls;
     const auto add = [&](const std::vector<MatmulCall>& more) {
@@ -214,7 +217,8 @@ TEST_CASE("the calls of one and two blocks carried to n_layer are the whole mode
     REQUIRE(carried.size() == whole.size());
     long total = 0;
     for (const MatmulCall& w : whole) {
-        const auto it = std::find_if(carried.begin(), carried.end(), [&](const MatmulCall& m) { return m.same_call(w); });
+        const auto it =
+            std::find_if(carried.begin(), carried.end(), [&](const MatmulCall& m) { return m.same_call(w); });
         REQUIRE(it != carried.end());
         CHECK(it->count == w.count);
         total += w.count;
@@ -467,7 +471,8 @@ TEST_CASE("the remembered choice's key changes with everything the times depend 
     CHECK(forward_matmul_key(c, 1, 64, threads + 1) != fwd);
 }
 
-TEST_CASE("a remembered choice reads back as written; a value of another shape is no answer", "[matmul][batch_threads]") {
+TEST_CASE("a remembered choice reads back as written; a value of another shape is no answer",
+          "[matmul][batch_threads]") {
     const RememberedChoice c{"onednn", {7.6, 14.9, 9.25}};
     const std::optional<RememberedChoice> back = decode_choice(encode_choice(c), 3);
     REQUIRE(back);
@@ -523,7 +528,8 @@ TEST_CASE("train --matmul: the header says which backend ran and why", "[matmul]
 
 TEST_CASE("a resumed run with auto keeps the backend its checkpoint records", "[matmul][resume]") {
     CHECK(recorded_matmul(R"({"batch_size": 4, "matmul": "openblas"})") == MatmulBackend::OpenBLAS);
-    if (matmul_available(MatmulBackend::OneDNN)) CHECK(recorded_matmul(R"({"matmul": "onednn"})") == MatmulBackend::OneDNN);
+    if (matmul_available(MatmulBackend::OneDNN))
+        CHECK(recorded_matmul(R"({"matmul": "onednn"})") == MatmulBackend::OneDNN);
     // Nothing recorded, or nothing usable: auto decides afresh.
     for (const char* none : {"{}", R"({"matmul": "cuda"})", R"({"matmul": 3})", "not json", ""})
         CHECK_FALSE(recorded_matmul(none).has_value());

@@ -95,7 +95,8 @@ TEST_CASE("matmul split: at 2, 16, 64 and 128 threads the work is even and the n
             }
             // A strip of rows (or columns) per thread streams all of the other operand; the grid
             // never streams more than that, and its numbers per thread fall as threads grow.
-            const double strip = q.M >= q.N ? q.K * (double(q.M) / s.parts() + q.N) : q.K * (q.M + double(q.N) / s.parts());
+            const double strip =
+                q.M >= q.N ? q.K * (double(q.M) / s.parts() + q.N) : q.K * (q.M + double(q.N) / s.parts());
             CHECK(s.streamed_most() <= strip + double(q.M) * q.N / s.parts() + 2.0 * (q.K + q.M + q.N));
             if (streamed_before > 0) CHECK(s.streamed_most() < streamed_before);
             streamed_before = s.streamed_most();

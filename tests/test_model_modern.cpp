@@ -329,7 +329,8 @@ TEST_CASE("modern block: checkpoints keep the choices in their config and round-
         w.set_metadata("iter_num", "0");
         w.set_metadata("best_val_loss", "1");
         w.save(path);
-        REQUIRE_THROWS_WITH(Checkpoint::load(path), Catch::Contains("transformer.wpe.weight") && Catch::Contains("missing"));
+        REQUIRE_THROWS_WITH(Checkpoint::load(path),
+                            Catch::Contains("transformer.wpe.weight") && Catch::Contains("missing"));
     }
 }
 

@@ -41,7 +41,8 @@ namespace {
 std::string varied_text() {
     std::string s;
     const char* lines[] = {"to be or not to be, that is the question;\n", "whether 'tis nobler in the mind to suffer\n",
-                           "the slings and arrows of outrageous fortune,\n", "or to take arms against a sea of troubles.\n"};
+                           "the slings and arrows of outrageous fortune,\n",
+                           "or to take arms against a sea of troubles.\n"};
     for (int i = 0; i < 60; i++) s += lines[i % 4], s += lines[(i * 7 + 1) % 4];
     return s;
 }
@@ -175,8 +176,9 @@ TEST_CASE("the same 2-rank run twice gives byte-identical checkpoints and losses
     const std::string data = write_file(tmp.path / "data.txt", varied_text());
     const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string();
     // Dropout on: each rank's masks come from (seed, iter, micro-step, rank), not from timing.
-    const std::string common = kModel + " --data=" + data +
-                               " --max_iters=8 --eval_interval=4 --batch_size=3 --gradient_accumulation_steps=2 --dropout=0.1";
+    const std::string common =
+        kModel + " --data=" + data +
+        " --max_iters=8 --eval_interval=4 --batch_size=3 --gradient_accumulation_steps=2 --dropout=0.1";
     Run ra = run(mpirun(2) + bin("train") + common + " --out_dir=" + a);
     INFO(ra.output);
     REQUIRE(ra.status == 0);
@@ -236,7 +238,8 @@ struct BackgroundJob {
         const std::string job = mpirun(2) + bin("train") + kModel + " --data=" + data +
                                 " --max_iters=1000000 --eval_interval=2 --eval_iters=1 --batch_size=2 --out_dir=" +
                                 out.string();
-        REQUIRE(std::system(("(" + job + " > " + log.string() + " 2>&1; echo $? > " + status.string() + ") &").c_str()) == 0);
+        REQUIRE(std::system(
+                    ("(" + job + " > " + log.string() + " 2>&1; echo $? > " + status.string() + ") &").c_str()) == 0);
     }
     static bool wait_for(const std::function<bool()>& cond, double seconds) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -246,7 +249,12 @@ struct BackgroundJob {
     }
     // Training is under way once a checkpoint has been written twice.
     bool wait_saving() {
-        return wait_for([&] { const std::string l = read_bytes(log); return l.find("saved checkpoint") != l.rfind("saved checkpoint"); }, 60);
+        return wait_for(
+            [&] {
+                const std::string l = read_bytes(log);
+                return l.find("saved checkpoint") != l.rfind("saved checkpoint");
+            },
+            60);
     }
     // The exit code; -1 if the job has not ended in time (the 120 s timeout gives 124 before that).
     int wait_end() {
@@ -285,8 +293,9 @@ TEST_CASE("a rank that dies ends the whole job with a message, and the last chec
     CHECK(ck.progress.iter_num >= 2);
     CHECK(ck.progress.world_size == 2);
     const int next = ck.progress.iter_num + 2;
-    Run resumed = run(mpirun(2) + bin("train") + kModel + " --data=" + data + " --eval_interval=2 --eval_iters=1 --batch_size=2" +
-                      " --init_from=resume --max_iters=" + std::to_string(next) + " --out_dir=" + out.string());
+    Run resumed =
+        run(mpirun(2) + bin("train") + kModel + " --data=" + data + " --eval_interval=2 --eval_iters=1 --batch_size=2" +
+            " --init_from=resume --max_iters=" + std::to_string(next) + " --out_dir=" + out.string());
     INFO(resumed.output);
     CHECK(resumed.status == 0);
     CHECK(Checkpoint::load((out / "ckpt.safetensors").string()).progress.iter_num == next);

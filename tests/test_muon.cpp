@@ -133,8 +133,8 @@ TEST_CASE("one Muon step equals a plain double reference, wide and tall; planted
     std::vector<double> expect(P), expect_buf = buf0;
     for (const MuonMatrix& m : mats) {
         const size_t n = size_t(m.rows) * m.cols;
-        std::vector<double> w(w0.begin() + m.offset, w0.begin() + m.offset + n), gg(g.begin() + m.offset, g.begin() + m.offset + n),
-            b(buf0.begin() + m.offset, buf0.begin() + m.offset + n);
+        std::vector<double> w(w0.begin() + m.offset, w0.begin() + m.offset + n),
+            gg(g.begin() + m.offset, g.begin() + m.offset + n), b(buf0.begin() + m.offset, buf0.begin() + m.offset + n);
         const auto out = reference_step(w, gg, b, m.rows, m.cols, lr, wd, mu);
         std::copy(out.begin(), out.end(), expect.begin() + m.offset);
         std::copy(b.begin(), b.end(), expect_buf.begin() + m.offset);
@@ -193,16 +193,19 @@ TEST_CASE("Muon's groups come from the tensor table's roles and components", "[m
     CHECK(muon_params == size_t(c.n_layer) * (3 * C * C + C * C + 8 * C * C));
     for (const TensorSpec& t : table) {
         INFO(t.name);
-        const bool block_weight = t.name.find(".h.") != std::string::npos && t.name.find(".weight") != std::string::npos &&
+        const bool block_weight = t.name.find(".h.") != std::string::npos &&
+                                  t.name.find(".weight") != std::string::npos &&
                                   t.name.find("ln_") == std::string::npos;
         CHECK(muon_trains(t) == block_weight);  // names agree with roles here, though roles decide
     }
     const std::string header = describe_optimizer(table, OptimizerKind::Muon, MuonConfig{}, AdamWConfig{});
     CHECK(header.find("optimizer: muon") != std::string::npos);
-    CHECK(header.find(fmt::format("muon:  {} tensors, {} parameters", 4 * c.n_layer, muon_params)) != std::string::npos);
+    CHECK(header.find(fmt::format("muon:  {} tensors, {} parameters", 4 * c.n_layer, muon_params)) !=
+          std::string::npos);
     CHECK(header.find(fmt::format("adamw: {} tensors, {} parameters", table.size() - 4 * c.n_layer, adamw_params)) !=
           std::string::npos);
-    CHECK(describe_optimizer(table, OptimizerKind::AdamW, MuonConfig{}, AdamWConfig{}).find("muon:") == std::string::npos);
+    CHECK(describe_optimizer(table, OptimizerKind::AdamW, MuonConfig{}, AdamWConfig{}).find("muon:") ==
+          std::string::npos);
 }
 
 TEST_CASE("Muon's momentum warmup and bad settings", "[muon]") {
@@ -226,7 +229,8 @@ TEST_CASE("Muon's momentum warmup and bad settings", "[muon]") {
 
 TEST_CASE("resume with Muon is exact: its momentum travels in the checkpoint", "[muon][resume][checkpoint]") {
     std::string text;
-    for (int i = 0; i < 60; i++) text += "the quick brown fox jumps over the lazy dog. pack my box with five dozen jugs!\n";
+    for (int i = 0; i < 60; i++)
+        text += "the quick brown fox jumps over the lazy dog. pack my box with five dozen jugs!\n";
     Tokenizer tok = Tokenizer::from_text(text);
     std::vector<int> ids = tok.encode(text);
     Split split = split_train_val(ids);

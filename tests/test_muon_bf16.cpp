@@ -83,7 +83,8 @@ TEST_CASE("Muon's matrices dealt to threads: the same bits on 1, 2 and 3 threads
                 for (int j = muon.first[s]; j < muon.first[s + 1]; j++) {
                     const MuonMatrix& w = mats[muon.order[j]];
                     const double a = std::min(w.rows, w.cols), b = std::max(w.rows, w.cols);
-                    load[s] += 4 * a * a * b + 2 * a * a * a, largest = std::max(largest, 4 * a * a * b + 2 * a * a * a);
+                    load[s] += 4 * a * a * b + 2 * a * a * a,
+                        largest = std::max(largest, 4 * a * a * b + 2 * a * a * a);
                 }
             CHECK(*std::max_element(load.begin(), load.end()) - *std::min_element(load.begin(), load.end()) <= largest);
         }
@@ -105,7 +106,9 @@ TEST_CASE("Muon's matrices dealt to threads: the same bits on 1, 2 and 3 threads
     SECTION("bf16 products change the step, by bf16's rounding and no more") {
         const StepOut f = two_steps(2, false), h = two_steps(2, true);
         double worst = 0, scale = 0;
-        for (size_t i = 0; i < P; i++) worst = std::max(worst, double(std::abs(f.w[i] - h.w[i]))), scale = std::max(scale, double(std::abs(f.w[i])));
+        for (size_t i = 0; i < P; i++)
+            worst = std::max(worst, double(std::abs(f.w[i] - h.w[i]))),
+            scale = std::max(scale, double(std::abs(f.w[i])));
         CHECK(worst > 0);
         CHECK(worst / scale < 0.05);
     }

@@ -244,7 +244,8 @@ TEST_CASE("lesson14 causality: changing the last id changes only the last row of
         CHECK(same == (t < T - 1));
     }
     double dmax = 0;
-    for (size_t v = 0; v < V; v++) dmax = std::max(dmax, std::fabs(double(m.acts.logits[(T - 1) * V + v]) - before[(T - 1) * V + v]));
+    for (size_t v = 0; v < V; v++)
+        dmax = std::max(dmax, std::fabs(double(m.acts.logits[(T - 1) * V + v]) - before[(T - 1) * V + v]));
     CHECK(dmax > 0.01);  // a visible change, like the lesson's 0.52
 
     // Exercise 4, from the other end: changing ids(1) moves every row.
@@ -425,10 +426,12 @@ TEST_CASE("QK and OV circuits of a briefly trained course model have rank d/H = 
     // the attention branch's output is what it added to the stream: res_2 − the block's input
     const float* stream_in = m.acts.h[0].res_3;
     for (int j = 0; j < C; j++)
-        CHECK(out[j] == Approx(double(s.res_2[j]) - stream_in[j] - m.params.h[1].attn_proj_b[j]).epsilon(1e-4).margin(1e-4));
+        CHECK(out[j] ==
+              Approx(double(s.res_2[j]) - stream_in[j] - m.params.h[1].attn_proj_b[j]).epsilon(1e-4).margin(1e-4));
 
     // `inspect --ckpt --circuits` shows the same: one row per head, both ranks 32.
-    const std::string dir = (std::filesystem::temp_directory_path() / ("handgrad-circuits-" + std::to_string(getpid()))).string();
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("handgrad-circuits-" + std::to_string(getpid()))).string();
     std::filesystem::create_directories(dir);
     tr.save(dir + "/ckpt.safetensors");
     int status = 0;

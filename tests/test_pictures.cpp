@@ -31,10 +31,12 @@ namespace {
 struct TinyRun {
     fs::path dir;
     TinyRun() {
-        dir = fs::temp_directory_path() / ("handgrad-pictures-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
+        dir = fs::temp_directory_path() /
+              ("handgrad-pictures-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
         fs::create_directories(dir);
         std::string text;
-        for (int i = 0; i < 80; i++) text += "to be or not to be, that is the question; whether 'tis nobler in the mind.\n";
+        for (int i = 0; i < 80; i++)
+            text += "to be or not to be, that is the question; whether 'tis nobler in the mind.\n";
         std::ofstream(dir / "data.txt", std::ios::binary) << text;
         const Run r = run(bin("train") + " --n_layer=2 --n_head=2 --n_embd=16 --block_size=16 --batch_size=4 "
                           "--eval_iters=2 --threads=1 --warmup_iters=2 --max_iters=12 --lr_decay_iters=12 "
@@ -54,8 +56,8 @@ TEST_CASE("activations writes the model's own attention, logits, causality and r
     const std::string prompt = "to be or not";  // T = 12 ≤ block_size 16
     const fs::path out = tiny.dir / "acts.json";
     // The library below runs on OpenBLAS; the app on the same backend, so that the norms agree beyond rounding.
-    const Run r = run(bin("activations") + " --ckpt=" + tiny.ckpt() + " --prompt='" + prompt + "' --change_to=q --out=" +
-                      out.string() + " --matmul=openblas");
+    const Run r = run(bin("activations") + " --ckpt=" + tiny.ckpt() + " --prompt='" + prompt +
+                      "' --change_to=q --out=" + out.string() + " --matmul=openblas");
     INFO(r.output);
     REQUIRE(r.status == 0);
     const auto j = nlohmann::json::parse(read_bytes(out));

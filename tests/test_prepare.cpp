@@ -32,7 +32,8 @@ std::vector<int> all_tokens(const TokenFiles& f) {
 // Every byte of every file in dir, by name.
 std::vector<std::pair<std::string, std::string>> dir_bytes(const fs::path& dir) {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const auto& e : fs::directory_iterator(dir)) out.push_back({e.path().filename().string(), read_bytes(e.path())});
+    for (const auto& e : fs::directory_iterator(dir))
+        out.push_back({e.path().filename().string(), read_bytes(e.path())});
     std::sort(out.begin(), out.end());
     return out;
 }

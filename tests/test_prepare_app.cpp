@@ -94,9 +94,11 @@ TEST_CASE("prepare reads standard input with --val_chars; its flags and inputs a
     REQUIRE(r.status == 0);
     CHECK(r.output.find("5400 train + 600 val tokens") != std::string::npos);
 
-    expect_error(prepare("--out_dir=" + (tmp.path / "x").string() + " - < " + text), "standard input cannot be read twice");
+    expect_error(prepare("--out_dir=" + (tmp.path / "x").string() + " - < " + text),
+                 "standard input cannot be read twice");
     expect_error(prepare("--out_dir=" + vocab_dir + " " + text), "already holds");
-    expect_error(prepare("--out_dir=" + (tmp.path / "x").string() + " " + (tmp.path / "nope.txt").string()), "nope.txt");
+    expect_error(prepare("--out_dir=" + (tmp.path / "x").string() + " " + (tmp.path / "nope.txt").string()),
+                 "nope.txt");
     expect_error(prepare("--format=parquet --out_dir=" + (tmp.path / "x").string() + " " + text), "--format");
     expect_error(prepare("--threads=-1 --out_dir=" + (tmp.path / "x").string() + " " + text), "--threads");
     for (const char* pieces : {"0", "-3", "4097"})
@@ -145,7 +147,8 @@ TEST_CASE("train refuses each flawed token set in one line, exit 1, writing noth
         {variant("magic", with_int(0, 1234)), "magic (header int 0) is 1234"},
         {variant("version", with_int(1, 2)), "version (header int 1) is 2"},
         {variant("high-id", high), "position 10 is 22, outside the tokenizer's 22 ids"},
-        {variant("short", header10 + train_shard.substr(kShardHeaderBytes, 20)), "10 tokens; block_size 16 needs at least 17"},
+        {variant("short", header10 + train_shard.substr(kShardHeaderBytes, 20)),
+         "10 tokens; block_size 16 needs at least 17"},
         {(tmp.path / "empty").string(), "holds no token files"},
         {(tmp.path / "mixed" / "*" / "*.bin").string(), "mixes tokenizers"},
         {(tmp.path / "nothing-*.bin").string(), "no file matches"},
@@ -160,8 +163,9 @@ TEST_CASE("train refuses each flawed token set in one line, exit 1, writing noth
         CHECK(!fs::exists(out + "/ckpt.safetensors"));
     }
     // the tokenizer a run asks for must be the data's
-    expect_error(run(bin("train") + kRun + " --tokenizer=gpt2 --data=" + good + " --out_dir=" + (tmp.path / "o").string()),
-                 "holds char (22 tokens) ids");
+    expect_error(
+        run(bin("train") + kRun + " --tokenizer=gpt2 --data=" + good + " --out_dir=" + (tmp.path / "o").string()),
+        "holds char (22 tokens) ids");
 }
 
 TEST_CASE("a shard cut short while train reads it ends the run with one error line, exit 1, no signal",

@@ -351,7 +351,8 @@ TEST_CASE("safetensors rejects every kind of malformed file with one clear line"
     expect_bad(dir, "empty", "", "is truncated: 0 bytes, a safetensors file has at least 8");
     expect_bad(dir, "five", "\x10\0\0\0\0"s, "is truncated: 5 bytes, a safetensors file has at least 8");
     expect_bad(dir, "len_too_big", le64(1000) + "{\"x\":1}", "is truncated: the header length is 1000");
-    expect_bad(dir, "len_not_json", le64(1000) + "garbage", "not a safetensors file (header length 1000 exceeds file size 15)");
+    expect_bad(dir, "len_not_json", le64(1000) + "garbage",
+               "not a safetensors file (header length 1000 exceeds file size 15)");
     expect_bad(dir, "len_zero", le64(0), "header is not valid JSON");
     expect_bad(dir, "bad_json", st_bytes("{\"x\": {", ""), "header is not valid JSON");
     expect_bad(dir, "bad_utf8", st_bytes("{\"\xff\xfe\":{}}", ""), "header is not valid JSON");

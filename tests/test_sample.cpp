@@ -181,7 +181,8 @@ TEST_CASE("sample_token top_k <= 0 or >= V keeps all tokens", "[sample]") {
     const std::vector<float> z = random_logits(30, 8, 1.5);
     for (int k : {-5, 0, 30, 31, 1000}) {
         Rng a(3), b(3);
-        for (int s = 0; s < 300; s++) REQUIRE(sample_token(z.data(), 30, 1.1f, k, a) == sample_token(z.data(), 30, 1.1f, 0, b));
+        for (int s = 0; s < 300; s++)
+            REQUIRE(sample_token(z.data(), 30, 1.1f, k, a) == sample_token(z.data(), 30, 1.1f, 0, b));
     }
 }
 

@@ -225,7 +225,8 @@ TEST_CASE("token data: flawed sets are refused in one line naming the file", "[d
     write_file(big2 / "d_val_000000.bin", shard_bytes(g));
     g[99] = 50257;
     write_file(big2 / "d_train_000000.bin", shard_bytes(g));
-    CHECK_THAT(open_error(big2.string()), Catch::Contains("d_train_000000.bin: the token at position 99") && Catch::Contains("50257"));
+    CHECK_THAT(open_error(big2.string()),
+               Catch::Contains("d_train_000000.bin: the token at position 99") && Catch::Contains("50257"));
 
     CHECK_THAT(open_error(dir("empty").string()), Catch::Contains("holds no token files"));
     CHECK_THAT(open_error((tmp.path / "empty" / "*.bin").string()), Catch::Contains("no file matches"));
@@ -258,5 +259,6 @@ TEST_CASE("token data: flawed sets are refused in one line naming the file", "[d
     write_file(short_dir / "d_val_000000.bin", shard_bytes(ramp(16, 50257)));
     const TokenData s = open_token_data(short_dir.string());
     CHECK_NOTHROW(check_windows(s, 15));
-    CHECK_THROWS_WITH(check_windows(s, 16), Catch::Contains("d_val_000000.bin: 16 tokens; block_size 16 needs at least 17"));
+    CHECK_THROWS_WITH(check_windows(s, 16),
+                      Catch::Contains("d_val_000000.bin: 16 tokens; block_size 16 needs at least 17"));
 }

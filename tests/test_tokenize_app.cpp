@@ -83,8 +83,10 @@ TEST_CASE("tokenize: bad flags, bad ids and missing files are one error line", "
     expect_error(tokenize(tmp, "--tokenizer=char --data=" + data + " --decode", "-1"), "token id -1 at position 0");
     expect_error(tokenize(tmp, "--tokenizer=char --data=" + data + " --decode", "99999999999999999999"),
                  "token id 99999999999999999999 at position 0 is outside the vocabulary [0, 3)");
-    expect_error(tokenize(tmp, "--tokenizer=gpt2 --gpt2_dir=" + (tmp.path / "nope").string(), "x"), "nope/encoder.json");
-    expect_error(tokenize(tmp, "--tokenizer=gpt2 --data=" + data, "x"), "--tokenizer=gpt2 takes its files from --gpt2_dir");
+    expect_error(tokenize(tmp, "--tokenizer=gpt2 --gpt2_dir=" + (tmp.path / "nope").string(), "x"),
+                 "nope/encoder.json");
+    expect_error(tokenize(tmp, "--tokenizer=gpt2 --data=" + data, "x"),
+                 "--tokenizer=gpt2 takes its files from --gpt2_dir");
     if (gpt2_dir().empty()) return;
     expect_error(tokenize(tmp, "--tokenizer=gpt2 --gpt2_dir=" + gpt2_dir() + " --decode", "50257"),
                  "token id 50257 at position 0 is outside the vocabulary [0, 50257)");

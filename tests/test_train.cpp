@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 // A small corpus every test can use without the real data: a few sentences repeated.
 static std::string small_corpus() {
     std::string s;
-    for (int i = 0; i < 60; i++) s += "the quick brown fox jumps over the lazy dog. pack my box with five dozen jugs!\n";
+    for (int i = 0; i < 60; i++)
+        s += "the quick brown fox jumps over the lazy dog. pack my box with five dozen jugs!\n";
     return s;
 }
 
@@ -268,7 +269,8 @@ TEST_CASE("batch threads: each thread's replica takes its rows; the step is one 
     // And a batch the threads cannot split evenly is refused.
     TrainConfig bad = tc;
     bad.batch_threads = 4;
-    REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("batch_threads (4) must be positive and divide batch_size (6)"));
+    REQUIRE_THROWS_WITH(bad.validate(),
+                        Catch::Contains("batch_threads (4) must be positive and divide batch_size (6)"));
 }
 
 TEST_CASE("checkpoints: round trip, nanoGPT names, stand-in biases, and validation", "[checkpoint]") {
@@ -309,21 +311,24 @@ TEST_CASE("checkpoints: round trip, nanoGPT names, stand-in biases, and validati
             SafetensorsWriter w;
             std::vector<float> zeros(3 * 128, 0.0f);
             for (const TensorSpec& t : m3.table)
-                w.add(t.name, Dtype::F32, std::vector<size_t>(t.shape.dims.begin(), t.shape.dims.begin() + t.shape.ndim),
+                w.add(t.name, Dtype::F32,
+                      std::vector<size_t>(t.shape.dims.begin(), t.shape.dims.begin() + t.shape.ndim),
                       m3.params_memory.data() + t.offset);
             for (int l = 0; l < n_layer; l++)
                 w.add("transformer.h." + std::to_string(l) + ".attn.c_attn.bias", Dtype::F32, {384}, zeros.data());
             if (!extra.empty()) w.add(extra, Dtype::F32, {1}, zeros.data());
             w.set_metadata("config", config_json);
             std::string v = "[";
-            for (int i = 0; i < 65; i++) v += (i ? "," : "") + std::string("\"") + char('A' + (i % 26)) + std::to_string(i) + "\"";
+            for (int i = 0; i < 65; i++)
+                v += (i ? "," : "") + std::string("\"") + char('A' + (i % 26)) + std::to_string(i) + "\"";
             w.set_metadata("vocab", v + "]");
             w.set_metadata("iter_num", "1");
             w.set_metadata("best_val_loss", "2.0");
             w.save(path);
         };
         write(3, "", config_to_json(c));
-        REQUIRE_THROWS_WITH(Checkpoint::load(path), Catch::Contains("transformer.h.3.ln_1.weight") && Catch::Contains("missing"));
+        REQUIRE_THROWS_WITH(Checkpoint::load(path),
+                            Catch::Contains("transformer.h.3.ln_1.weight") && Catch::Contains("missing"));
         write(4, "transformer.h.9.junk", config_to_json(c));
         REQUIRE_THROWS_WITH(Checkpoint::load(path), Catch::Contains("unexpected tensor 'transformer.h.9.junk'"));
         write(4, "", "{\"vocab_size\": 65}");
@@ -351,7 +356,8 @@ TEST_CASE("checkpoints: round trip, nanoGPT names, stand-in biases, and validati
     }
     SECTION("a vocabulary that disagrees with vocab_size is refused") {
         std::vector<std::string> short_vocab(vocab.begin(), vocab.end() - 1);
-        REQUIRE_THROWS_WITH(save_checkpoint(path, m, short_vocab, prog, nullptr, nullptr), Catch::Contains("vocabulary"));
+        REQUIRE_THROWS_WITH(save_checkpoint(path, m, short_vocab, prog, nullptr, nullptr),
+                            Catch::Contains("vocabulary"));
     }
     fs::remove_all(dir);
 }

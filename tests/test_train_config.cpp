@@ -56,8 +56,8 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
 
 TEST_CASE("train records its config, the data and the threads in each checkpoint", "[apps][train][config]") {
     TempDir tmp("handgrad-train-config");
-    const std::string data =
-        write_file(tmp.path / "data.txt", corpus(80, "the lady doth protest too much, methinks; or so the players say.\n"));
+    const std::string data = write_file(
+        tmp.path / "data.txt", corpus(80, "the lady doth protest too much, methinks; or so the players say.\n"));
     const std::string out = (tmp.path / "out").string();
     const Run r = run(bin("train") + kTiny + " --max_iters=4 --eval_interval=2 --learning_rate=2e-3 --seed=7 "
                       "--data=" + data + " --out_dir=" + out);

@@ -101,7 +101,8 @@ TEST_CASE("the loop evaluates every eval_interval and at the end, saves on a bes
     // The checkpoint records the training config (and the caller's run_info beside it).
     CHECK(train_config_from_json(ck.progress.train_config).max_iters == 7);
 
-    SECTION("always_save_checkpoint saves at every evaluation after the start; a resumed run goes on from its iteration") {
+    SECTION(
+        "always_save_checkpoint saves at every evaluation after the start; a resumed run goes on from its iteration") {
         Tiny again(tiny_recipe());
         again.trainer.run_info = R"({"data": "the corpus"})";
         settings.always_save_checkpoint = true;

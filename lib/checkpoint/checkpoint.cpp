@@ -180,7 +180,8 @@ Checkpoint Checkpoint::load(const std::string& path) {
         check(ck.file.has(t.name), "{}: tensor '{}' is missing", path, t.name);
         const auto& e = ck.file.get(t.name);
         check(e.dtype == Dtype::F32, "{}: tensor '{}' has dtype {}, expected F32", path, t.name, dtype_name(e.dtype));
-        check(e.shape == t.shape, "{}: tensor '{}' has shape {}, expected {}", path, t.name, e.shape.str(), t.shape.str());
+        check(e.shape == t.shape, "{}: tensor '{}' has shape {}, expected {}", path, t.name, e.shape.str(),
+              t.shape.str());
         expected.insert(t.name);
     }
     for (const auto& [name, n] : standin_biases(ck.config)) {
@@ -199,8 +200,9 @@ Checkpoint Checkpoint::load(const std::string& path) {
                 const std::string name = which + t.name;
                 check(ck.file.has(name), "{}: tensor '{}' is missing", path, name);
                 const auto& e = ck.file.get(name);
-                check(e.dtype == Dtype::F32 && e.shape == t.shape, "{}: tensor '{}' has dtype {} shape {}, expected F32 {}",
-                      path, name, dtype_name(e.dtype), e.shape.str(), t.shape.str());
+                check(e.dtype == Dtype::F32 && e.shape == t.shape,
+                      "{}: tensor '{}' has dtype {} shape {}, expected F32 {}", path, name, dtype_name(e.dtype),
+                      e.shape.str(), t.shape.str());
                 expected.insert(name);
             }
     }

@@ -25,7 +25,8 @@ void json_get(const nlohmann::json& j, const char* key, T& out, const char* what
             in_range = v.get<uint64_t>() <= uint64_t(limits::max());
         } else if (v.is_number_integer()) {
             const int64_t x = v.get<int64_t>();
-            in_range = x < 0 ? limits::is_signed && x >= int64_t(limits::min()) : uint64_t(x) <= uint64_t(limits::max());
+            in_range =
+                x < 0 ? limits::is_signed && x >= int64_t(limits::min()) : uint64_t(x) <= uint64_t(limits::max());
         }
         check(in_range, "{} '{}' is not an integer in range: {}", what, key, v.dump());
         out = v.get<T>();

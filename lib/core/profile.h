@@ -20,7 +20,20 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-enum class Work { Matmul, Attention, LayerNorm, Gelu, CrossEntropy, Embedding, Residual, Dropout, AdamW, Wait, Other, Count };
+enum class Work {
+    Matmul,
+    Attention,
+    LayerNorm,
+    Gelu,
+    CrossEntropy,
+    Embedding,
+    Residual,
+    Dropout,
+    AdamW,
+    Wait,
+    Other,
+    Count
+};
 
 inline const char* work_name(Work w) {
     constexpr const char* names[] = {"matmul (sgemm)", "attention", "LayerNorm", "GELU", "softmax + cross-entropy",

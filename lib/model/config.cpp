@@ -110,7 +110,8 @@ constexpr Named<PosEncoding> kPosEncodings[] = {
     {PosEncoding::Learned, "learned"}, {PosEncoding::Sinusoidal, "sinusoidal"}, {PosEncoding::Rope, "rope"}};
 constexpr Named<GeluKind> kGeluKinds[] = {{GeluKind::Erf, "erf"}, {GeluKind::Tanh, "tanh"}};
 constexpr Named<NormKind> kNormKinds[] = {{NormKind::LayerNorm, "layernorm"}, {NormKind::RMSNorm, "rmsnorm"}};
-constexpr Named<MlpKind> kMlpKinds[] = {{MlpKind::Gelu, "gelu"}, {MlpKind::SwiGLU, "swiglu"}, {MlpKind::ReLU2, "relu2"}};
+constexpr Named<MlpKind> kMlpKinds[] = {
+    {MlpKind::Gelu, "gelu"}, {MlpKind::SwiGLU, "swiglu"}, {MlpKind::ReLU2, "relu2"}};
 constexpr Named<InitScheme> kInitSchemes[] = {
     {InitScheme::GPT2, "gpt2"}, {InitScheme::PyTorch, "pytorch"}, {InitScheme::Lesson14, "lesson14"},
     {InitScheme::Lesson14Scaled, "lesson14-scaled"}};

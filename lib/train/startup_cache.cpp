@@ -47,7 +47,9 @@ std::string config_key(const GPTConfig& c) {
 std::string cache_path() {
     namespace fs = std::filesystem;
     const char* dir = std::getenv("HANDGRAD_CACHE_DIR");
-    if (dir) return std::string(dir).empty() || std::string(dir) == "off" ? "" : (fs::path(dir) / "startup-choices.txt").string();
+    if (dir)
+        return std::string(dir).empty() || std::string(dir) == "off" ? ""
+                                                                     : (fs::path(dir) / "startup-choices.txt").string();
     const char* xdg = std::getenv("XDG_CACHE_HOME");
     const char* home = std::getenv("HOME");
     if (xdg && *xdg) return (fs::path(xdg) / "handgrad" / "startup-choices.txt").string();

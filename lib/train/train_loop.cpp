@@ -38,15 +38,16 @@ RunResult run_training(Trainer& trainer, const BudgetPlan& plan, const RunSettin
         if (iter % c.eval_interval == 0 || last) {
             const double t0 = now();
             const std::optional<double> train = trainer.estimate_loss(trainer.train_ids, interrupted);
-            const std::optional<double> val = train ? trainer.estimate_loss(trainer.val_ids, interrupted) : std::nullopt;
+            const std::optional<double> val =
+                train ? trainer.estimate_loss(trainer.val_ids, interrupted) : std::nullopt;
             if (!val) {  // interrupted mid-evaluation: save without it
                 result.eval_seconds += now() - t0;
                 stop_here(iter);
                 break;
             }
             const double train_loss = *train, val_loss = *val;
-            check(trainer.ranks_agree(), "the ranks' weights differ at iter {}: the MPI sum is not identical on every rank",
-                  iter);
+            check(trainer.ranks_agree(),
+                  "the ranks' weights differ at iter {}: the MPI sum is not identical on every rank", iter);
             observer.evaluated(iter, train_loss, val_loss);
             const bool best = val_loss < trainer.progress.best_val_loss;
             if (best) trainer.progress.best_val_loss = val_loss;

@@ -29,7 +29,8 @@ struct RunSettings {
     std::string ckpt_path;               // where checkpoints go (rank 0 writes them)
     bool always_save_checkpoint = true;  // save at every evaluation, not only on a new best val loss
     std::function<double()> clock = steady_seconds;  // wall-clock seconds
-    std::function<bool()> interrupted;   // asked before each step and each evaluation batch (on every rank); empty: never
+    std::function<bool()>
+        interrupted;  // asked before each step and each evaluation batch (on every rank); empty: never
 };
 
 // What a run reports as it goes, for whoever prints it; each call comes after the fact.

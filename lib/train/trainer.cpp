@@ -186,7 +186,8 @@ BudgetPlan Trainer::plan_time_budget() {
     const auto t0 = std::chrono::steady_clock::now();
     // Everything a step changes, to put back afterwards (copies made here, before any step).
     const std::vector<float> params(model.params_memory.data(), model.params_memory.data() + model.num_parameters);
-    const std::vector<float> m0(m.data(), m.data() + model.num_parameters), v0(v.data(), v.data() + model.num_parameters);
+    const std::vector<float> m0(m.data(), m.data() + model.num_parameters),
+        v0(v.data(), v.data() + model.num_parameters);
     const TrainProgress progress0 = progress;
     const Rng rng0 = batch_rng;
     const double comm0 = comm_seconds;
@@ -195,7 +196,8 @@ BudgetPlan Trainer::plan_time_budget() {
     step();
     std::vector<double> times;
     const auto timed0 = std::chrono::steady_clock::now();
-    while (dist_any(dist, times.size() < 5 || (times.size() < 1000 && seconds_since(timed0) < 0.005 * cfg.time_budget))) {
+    while (
+        dist_any(dist, times.size() < 5 || (times.size() < 1000 && seconds_since(timed0) < 0.005 * cfg.time_budget))) {
         const auto s0 = std::chrono::steady_clock::now();
         step();
         times.push_back(seconds_since(s0));
@@ -265,7 +267,8 @@ void Trainer::save(const std::string& path) const {
 }
 
 size_t Trainer::state_floats() const {
-    return model.num_parameters * (3 + replicas.size() + 1) + muon.scratch.size();  // params, m, v; a gradient per replica
+    return model.num_parameters * (3 + replicas.size() + 1) +
+           muon.scratch.size();  // params, m, v; a gradient per replica
 }
 
 size_t Trainer::activation_floats() const {

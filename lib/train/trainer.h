@@ -109,7 +109,8 @@ struct Trainer {
     // the mean loss.
     double accumulate_gradient();
     // One training step: accumulate_gradient, then (if the loss is finite on every rank) clip,
-    // the optimizer at lr_at(iter) (Muon's group at muon_lr_at), iter += 1. A non-finite loss returns at once, weights untouched.
+    // the optimizer at lr_at(iter) (Muon's group at muon_lr_at), iter += 1. A non-finite loss returns at once, weights
+    // untouched.
     StepResult step();
     // Times a few steps, then puts everything back (weights, moments, sampler, iteration), and
     // plans from their median (apply_budget_plan). The run that follows is then exactly the one
