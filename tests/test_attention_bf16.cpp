@@ -35,9 +35,11 @@
 #include "lib/kernels/bf16.h"
 #include "lib/kernels/matmul_bf16.h"
 #include "lib/layers/attention.h"
+#include "tests/attention_head.h"
 #include "tests/gradcheck.h"
 
 using namespace hg;
+using namespace hg::test;
 using hg::test::randn;
 
 namespace {
@@ -95,17 +97,10 @@ Worst check_bound(const Shape& sh, const std::vector<float>& qkv, const std::vec
     const double u = kU, eps = kEps, scale = 1.0 / std::sqrt(double(hs)), gs = (T + 16) * eps;
     std::vector<double> dqkv(qkv.size(), 0.0), bound_dqkv(qkv.size(), 0.0);
     Worst w;
-    auto ratio = [](double got, double exact, double bound) {
-        const double err = std::fabs(got - exact);
-        return err == 0 ? 0.0 : err / bound;  // bound 0 with an error: infinite
-    };
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const size_t bh = size_t(b) * NH + h;
-            auto q = [&](int t, int i) { return double(qkv[(size_t(b) * T + t) * C3 + size_t(h) * hs + i]); };
-            auto k = [&](int t, int i) { return double(qkv[(size_t(b) * T + t) * C3 + C + size_t(h) * hs + i]); };
-            auto v = [&](int t, int i) { return double(qkv[(size_t(b) * T + t) * C3 + 2 * C + size_t(h) * hs + i]); };
-            auto dy = [&](int t, int i) { return double(dout[(size_t(b) * T + t) * C + size_t(h) * hs + i]); };
+            const AttentionHead x{qkv, dout, b, h, T, C, NH};
             std::vector<double> A(size_t(T) * T, 0.0), dS(A.size(), 0.0), tau(A.size(), 0.0), P(A.size(), 0.0),
                 alpha(T), pi(T);
             for (int t = 0; t < T; t++) {
@@ -113,7 +108,7 @@ Worst check_bound(const Shape& sh, const std::vector<float>& qkv, const std::vec
                 std::vector<double> S(t + 1);
                 for (int s = 0; s <= t; s++) {
                     double dot = 0, mag = 0;
-                    for (int i = 0; i < hs; i++) dot += q(t, i) * k(s, i), mag += std::fabs(q(t, i) * k(s, i));
+                    for (int i = 0; i < hs; i++) dot += x.q(t, i) * x.k(s, i), mag += std::fabs(x.q(t, i) * x.k(s, i));
                     S[s] = dot * scale, mx = std::max(mx, S[s]);
                     E = std::max(E, (2 * u_in + u_in * u_in + (hs + 3) * eps) * mag * scale);
                 }
@@ -125,23 +120,25 @@ Worst check_bound(const Shape& sh, const std::vector<float>& qkv, const std::vec
                 for (int s = 0; s <= t; s++) {
                     A[size_t(t) * T + s] = std::exp(S[s] - mx) / sum;
                     P[size_t(t) * T + s] = A[size_t(t) * T + s] * attention_dropout_factor<double>(drop, row + s);
-                    w.att =
-                        std::max(w.att, ratio(r.att[row + s], A[size_t(t) * T + s], alpha[t] * A[size_t(t) * T + s]));
+                    w.att = std::max(
+                        w.att, bound_ratio(r.att[row + s], A[size_t(t) * T + s], alpha[t] * A[size_t(t) * T + s]));
                 }
                 for (int s = t + 1; s < T; s++) w.att_masked_zero = w.att_masked_zero && r.att[row + s] == 0.0f;
                 for (int i = 0; i < hs; i++) {  // out
                     double exact = 0, mag = 0;
                     for (int s = 0; s <= t; s++)
-                        exact += P[size_t(t) * T + s] * v(s, i), mag += P[size_t(t) * T + s] * std::fabs(v(s, i));
+                        exact += P[size_t(t) * T + s] * x.v(s, i), mag += P[size_t(t) * T + s] * std::fabs(x.v(s, i));
                     const double bound = ((1 + pi[t]) * (1 + u_in) * (1 + (T + 1) * eps) - 1) * mag;
-                    w.out = std::max(w.out, ratio(r.out[(size_t(b) * T + t) * C + size_t(h) * hs + i], exact, bound));
+                    w.out =
+                        std::max(w.out, bound_ratio(r.out[(size_t(b) * T + t) * C + size_t(h) * hs + i], exact, bound));
                 }
                 // the backward of row t: dP, dA, dS and their bounds
                 std::vector<double> dA(t + 1), zeta(t + 1), dP(t + 1);
                 double mu = 0;
                 for (int s = 0; s <= t; s++) {
                     double dot = 0, mag = 0;
-                    for (int i = 0; i < hs; i++) dot += dy(t, i) * v(s, i), mag += std::fabs(dy(t, i) * v(s, i));
+                    for (int i = 0; i < hs; i++)
+                        dot += x.dy(t, i) * x.v(s, i), mag += std::fabs(x.dy(t, i) * x.v(s, i));
                     const double f = attention_dropout_factor<double>(drop, row + s);
                     const double eta = (2 * u_in + u_in * u_in + (hs + 1) * eps) * mag;
                     dP[s] = dot, dA[s] = f * dot, zeta[s] = f * ((1 + 2 * eps) * eta + 2 * eps * std::fabs(dot));
@@ -172,13 +169,13 @@ Worst check_bound(const Shape& sh, const std::vector<float>& qkv, const std::vec
                         const size_t qt = (size_t(b) * T + t) * C3 + size_t(h) * hs + i;
                         const size_t ks = (size_t(b) * T + s) * C3 + C + size_t(h) * hs + i;
                         const size_t vs = ks + C;
-                        dqkv[qt] += ds * k(s, i) * scale, bound_dqkv[qt] += c * std::fabs(k(s, i)) * scale;
-                        dqkv[ks] += ds * q(t, i) * scale, bound_dqkv[ks] += c * std::fabs(q(t, i)) * scale;
-                        dqkv[vs] += p * dy(t, i), bound_dqkv[vs] += cv * p * std::fabs(dy(t, i));
+                        dqkv[qt] += ds * x.k(s, i) * scale, bound_dqkv[qt] += c * std::fabs(x.k(s, i)) * scale;
+                        dqkv[ks] += ds * x.q(t, i) * scale, bound_dqkv[ks] += c * std::fabs(x.q(t, i)) * scale;
+                        dqkv[vs] += p * x.dy(t, i), bound_dqkv[vs] += cv * p * std::fabs(x.dy(t, i));
                     }
                 }
         }
-    for (size_t i = 0; i < dqkv.size(); i++) w.dqkv = std::max(w.dqkv, ratio(r.dqkv[i], dqkv[i], bound_dqkv[i]));
+    for (size_t i = 0; i < dqkv.size(); i++) w.dqkv = std::max(w.dqkv, bound_ratio(r.dqkv[i], dqkv[i], bound_dqkv[i]));
     // The test's own exact values are the double twin's.
     std::vector<double> qkv_d(qkv.begin(), qkv.end()), dout_d(dout.begin(), dout.end()), out_d(dout.size()),
         att_d(size_t(B) * NH * T * T), scratch_d(att_d.size()), dqkv_d(qkv.size());

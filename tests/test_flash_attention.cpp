@@ -75,6 +75,7 @@
 #include "lib/layers/flash_attention.h"
 #include "lib/layers/qknorm.h"
 #include "lib/layers/rope.h"
+#include "tests/attention_head.h"
 #include "tests/gradcheck.h"
 #include "tests/layer_checks.h"
 
@@ -466,24 +467,17 @@ Worst check_bound(const Shape& sh, const Floats& qkv, const Floats& dout, Dropou
     const double u_prod = 2 * u_in + u_in * u_in;
     Doubles dqkv(qkv.size(), 0.0), bound_dqkv(qkv.size(), 0.0);
     Worst w;
-    auto ratio = [](double got, double exact, double bound) {
-        const double err = std::fabs(got - exact);
-        return err == 0 ? 0.0 : err / bound;  // bound 0 with an error: infinite
-    };
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const size_t bh = size_t(b) * NH + h;
-            auto q = [&](int t, int i) { return double(qkv[(size_t(b) * T + t) * C3 + size_t(h) * hs + i]); };
-            auto k = [&](int t, int i) { return double(qkv[(size_t(b) * T + t) * C3 + C + size_t(h) * hs + i]); };
-            auto v = [&](int t, int i) { return double(qkv[(size_t(b) * T + t) * C3 + 2 * C + size_t(h) * hs + i]); };
-            auto dy = [&](int t, int i) { return double(dout[(size_t(b) * T + t) * C + size_t(h) * hs + i]); };
+            const AttentionHead x{qkv, dout, b, h, T, C, NH};
             for (int t = 0; t < T; t++) {
                 const size_t row = (bh * T + t) * T;
                 Doubles S(t + 1), e(t + 1), A(t + 1);
                 double E = 0, R = 0, mx = -1e300;
                 for (int s = 0; s <= t; s++) {
                     double dot = 0, mag = 0;
-                    for (int i = 0; i < hs; i++) dot += q(t, i) * k(s, i), mag += std::fabs(q(t, i) * k(s, i));
+                    for (int i = 0; i < hs; i++) dot += x.q(t, i) * x.k(s, i), mag += std::fabs(x.q(t, i) * x.k(s, i));
                     S[s] = dot * scale, e[s] = (u_prod + (hs + 3) * eps) * mag * scale;
                     mx = std::max(mx, S[s]), E = std::max(E, e[s]), R = std::max(R, std::fabs(S[s]));
                 }
@@ -495,28 +489,28 @@ Worst check_bound(const Shape& sh, const Floats& qkv, const Floats& dout, Dropou
                 const double gamma = (T + 16 + 4 * tiles + 4 * (tiles + 1) * R) * eps;
                 const double alpha = (1 + gamma) * std::exp(2 * E) - 1, pi = (1 + alpha) * (1 + eps) * (1 + u) - 1;
                 const double lambda = E + 2 * gamma + 2 * eps * (std::fabs(lse) + 1);
-                w.lse = std::max(w.lse, ratio(r.lse[bh * T + t], lse, lambda));
+                w.lse = std::max(w.lse, bound_ratio(r.lse[bh * T + t], lse, lambda));
                 Doubles P(t + 1), out_t(hs), bound_out(hs);
                 for (int s = 0; s <= t; s++)
                     A[s] = std::exp(S[s] - lse), P[s] = A[s] * attention_dropout_factor<double>(drop, row + s);
                 for (int i = 0; i < hs; i++) {
                     double mag = 0;
-                    for (int s = 0; s <= t; s++) out_t[i] += P[s] * v(s, i), mag += P[s] * std::fabs(v(s, i));
+                    for (int s = 0; s <= t; s++) out_t[i] += P[s] * x.v(s, i), mag += P[s] * std::fabs(x.v(s, i));
                     bound_out[i] = ((1 + pi) * (1 + u_in) * (1 + (T + 3) * eps) - 1) * mag;
-                    w.out = std::max(w.out, ratio(r.out[(size_t(b) * T + t) * C + size_t(h) * hs + i], out_t[i],
+                    w.out = std::max(w.out, bound_ratio(r.out[(size_t(b) * T + t) * C + size_t(h) * hs + i], out_t[i],
                                                   bound_out[i]));
                 }
                 // the backward of row t
                 double D = 0, dD = 0, mag_D = 0;
                 for (int i = 0; i < hs; i++) {
-                    D += dy(t, i) * out_t[i];
-                    dD += std::fabs(dy(t, i)) * bound_out[i];
-                    mag_D += std::fabs(dy(t, i)) * (std::fabs(out_t[i]) + bound_out[i]);
+                    D += x.dy(t, i) * out_t[i];
+                    dD += std::fabs(x.dy(t, i)) * bound_out[i];
+                    mag_D += std::fabs(x.dy(t, i)) * (std::fabs(out_t[i]) + bound_out[i]);
                 }
                 dD += (hs + 1) * eps * mag_D;
                 for (int s = 0; s <= t; s++) {
                     double dP = 0, mag = 0;
-                    for (int i = 0; i < hs; i++) dP += dy(t, i) * v(s, i), mag += std::fabs(dy(t, i) * v(s, i));
+                    for (int i = 0; i < hs; i++) dP += x.dy(t, i) * x.v(s, i), mag += std::fabs(x.dy(t, i) * x.v(s, i));
                     const double f = attention_dropout_factor<double>(drop, row + s);
                     const double eta = (u_prod + (hs + 1) * eps) * mag;
                     const double zeta = f * ((1 + 2 * eps) * eta + 2 * eps * std::fabs(dP));
@@ -536,14 +530,14 @@ Worst check_bound(const Shape& sh, const Floats& qkv, const Floats& dout, Dropou
                         const size_t qt = (size_t(b) * T + t) * C3 + size_t(h) * hs + i;
                         const size_t ks = (size_t(b) * T + s) * C3 + C + size_t(h) * hs + i;
                         const size_t vs = ks + C;
-                        dqkv[qt] += dS * k(s, i) * scale, bound_dqkv[qt] += c * std::fabs(k(s, i));
-                        dqkv[ks] += dS * q(t, i) * scale, bound_dqkv[ks] += c * std::fabs(q(t, i));
-                        dqkv[vs] += P[s] * dy(t, i), bound_dqkv[vs] += cv * P[s] * std::fabs(dy(t, i));
+                        dqkv[qt] += dS * x.k(s, i) * scale, bound_dqkv[qt] += c * std::fabs(x.k(s, i));
+                        dqkv[ks] += dS * x.q(t, i) * scale, bound_dqkv[ks] += c * std::fabs(x.q(t, i));
+                        dqkv[vs] += P[s] * x.dy(t, i), bound_dqkv[vs] += cv * P[s] * std::fabs(x.dy(t, i));
                     }
                 }
             }
         }
-    for (size_t i = 0; i < dqkv.size(); i++) w.dqkv = std::max(w.dqkv, ratio(r.dqkv[i], dqkv[i], bound_dqkv[i]));
+    for (size_t i = 0; i < dqkv.size(); i++) w.dqkv = std::max(w.dqkv, bound_ratio(r.dqkv[i], dqkv[i], bound_dqkv[i]));
     return w;
 }
 
