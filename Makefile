@@ -199,7 +199,7 @@ test: build data data-gpt2
 # The threading tests with 16 threads on whatever cores there are (oversubscribed on a small
 # machine): the products' splits against the unsplit product, every layer against its twin,
 # determinism for a fixed thread setting, and a step allocating nothing.
-THREADS16_TESTS ?= "[matmul]~[apps],[split],[gemm],[linear],[determinism],[alloc],[layers]~[apps],[flash],[attention],[muon]~[apps],[batch_threads]~[apps]"
+THREADS16_TESTS ?= "[matmul]~[apps],[split],[gemm],[linear],[determinism],[alloc],[layers]~[apps],[flash],[attention],[muon]~[apps],[batch_threads]~[apps]~[mpi]"
 test-threads16: build data data-gpt2
 	$(TEST_ENV) HANDGRAD_BIN=$(BUILD) OMP_NUM_THREADS=16 ./$(BUILD)/tests $(THREADS16_TESTS) $(TEST_ARGS)
 
