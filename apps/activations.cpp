@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
         }
 
         matmul.apply_forward(c, 1, T, omp_get_max_threads());
-        GPT<float> m;
-        gpt_build(m, c, 1, T);
+        GPT<float> m;  // with the attention that keeps its probabilities, which this program prints
+        gpt_build<float>(m, c, 1, T, nullptr, ActivationPlan{AttentionKind::Materialized});
         if (fresh_init.empty()) ck.read_weights(m);
         else gpt_init(m, seed);
 

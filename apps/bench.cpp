@@ -96,8 +96,10 @@ int main(int argc, char** argv) {
     model.add(app);
     int batch_size = 12, steps = 10, warmup = 2, threads = 0, batch_threads = 1;
     bool json = false, products = false;
-    std::string optimizer = "adamw", dtype = "float32";
+    std::string optimizer = "adamw", dtype = "float32", attention = "flash", recompute = "none";
     app.add_option("--dtype", dtype, "float32 | bfloat16 (train's flag)")->capture_default_str();
+    app.add_option("--attention", attention, "flash | materialized (train's flag)")->capture_default_str();
+    app.add_option("--recompute", recompute, "none | attention | block (train's flag)")->capture_default_str();
     app.add_option("--batch_size", batch_size)->capture_default_str();
     app.add_option("--optimizer", optimizer, "adamw | muon (train's flag: Muon's Newton–Schulz is part of the step)")
         ->capture_default_str();
@@ -119,7 +121,9 @@ int main(int argc, char** argv) {
         openblas_set_num_threads(threads);
         const GPTConfig c = model.config();
         const int T = c.block_size;
-        check_memory_available(memory_need(c, batch_size, T, batch_threads, 3, parse_dtype(dtype) == DType::BFloat16));
+        const ActivationPlan plan{parse_attention(attention), parse_recompute(recompute)};
+        check_memory_available(
+            memory_need(c, batch_size, T, batch_threads, 3, parse_dtype(dtype) == DType::BFloat16, plan));
 
         // Random tokens stand in for text: speed does not depend on what the tokens are.
         std::vector<int> ids(std::max<size_t>(200000, size_t(4) * T));
@@ -128,6 +132,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> vocab(c.vocab_size, "?");
         TrainConfig tc;
         tc.batch_size = batch_size, tc.batch_threads = batch_threads, tc.max_iters = warmup + steps;
+        tc.activations = plan;
         if (products) {
             tc.optimizer = parse_optimizer(optimizer), tc.dtype = parse_dtype(dtype);
             return print_products(training_step_matmuls(c, tc, ids), threads), 0;
@@ -177,7 +182,8 @@ int main(int argc, char** argv) {
         if (json) {
             nlohmann::ordered_json j = {{"preset", model.preset}, {"batch_size", batch_size}, {"block_size", T},
                                         {"dropout", c.dropout}, {"threads", threads}, {"batch_threads", batch_threads},
-                                        {"dtype", dtype}, {"parameters", P},
+                                        {"dtype", dtype}, {"attention", attention}, {"recompute", recompute},
+                                        {"parameters", P},
                                         {"ms_median", median}, {"ms_min", sorted.front()}, {"ms_max", sorted.back()},
                                         {"tokens_per_s", tokens / (median / 1000)}, {"gflops", gflops},
                                         {"matmul", to_string(used)}, {"library_gflops", library},
@@ -193,11 +199,12 @@ int main(int argc, char** argv) {
         }
         fmt::print("bench: preset {}, B={} T={} L={} C={} NH={} V={} dropout={}, {:.2f} M parameters\n", model.preset,
                    batch_size, T, c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.dropout, P / 1e6);
-        fmt::print("threads {}{}, SIMD {}, dtype {}, {} timed steps after {} warm-up\n\n", threads,
+        fmt::print("threads {}{}, SIMD {}, dtype {}, attention {}, recompute {}, {} timed steps after {} warm-up\n\n",
+                   threads,
                    batch_threads > 1
                        ? fmt::format(" ({} batch threads of {} rows)", batch_threads, batch_size / batch_threads)
                        : "",
-                   simd_current_target(), dtype, steps, warmup);
+                   simd_current_target(), dtype, attention, recompute, steps, warmup);
         fmt::print("{}\n\n", matmul_line);
         fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(),
                    sorted.back());

@@ -1,7 +1,9 @@
 // inspect — print what the course's verification suite asks for, from a config alone:
 // the shape after every stage of a forward pass, the parameters per component (also as
-// Lesson 14's table), the FLOPs per token and the Chinchilla compute budget. `--json` prints
-// the same as one JSON object. With a model (freshly initialised, or --ckpt):
+// Lesson 14's table), the FLOPs per token, the Chinchilla compute budget, and the memory of a
+// training step under each --attention and --recompute (the memory check's own count, by which
+// build/train refuses a run). `--json` prints the same as one JSON object. With a model (freshly
+// initialised, or --ckpt):
 //   --residual_norms  ‖H⁽ˡ⁾‖ along depth, as initialised and with the residual branches
 //                     scaled by 1/√(2L) (Lesson 14's Systems lens)
 //   --causality       change the last token: which rows of the logits move
@@ -33,6 +35,31 @@ static std::string commas(double x) {  // 816640 -> "816,640"
         out += s[i];
     }
     return out;
+}
+
+// The memory check's count (lib/model/memory_check.h) of a training step at (B, T) on one model
+// replica, under each attention and recompute setting, in float32 and bfloat16: one row each.
+struct MemoryRow {
+    ActivationPlan plan;
+    std::optional<MemoryNeed> f32, bf16;  // nothing: beyond any machine (memory_need refused it)
+};
+static std::vector<MemoryRow> memory_rows(const GPTConfig& c, int B, int T) {
+    std::vector<MemoryRow> rows;
+    for (AttentionKind a : {AttentionKind::Flash, AttentionKind::Materialized})
+        for (Recompute r : {Recompute::None, Recompute::Attention, Recompute::Block}) {
+            MemoryRow row{{a, r}, std::nullopt, std::nullopt};
+            try {
+                row.f32 = memory_need(c, B, T, 1, 3, false, row.plan);
+                row.bf16 = memory_need(c, B, T, 1, 3, true, row.plan);
+            } catch (const Error&) {
+            }
+            rows.push_back(row);
+        }
+    return rows;
+}
+
+static std::string gib(const std::optional<MemoryNeed>& need) {
+    return need ? fmt::format("{:.2f} GiB", need->activation_bytes / double(1 << 30)) : "beyond any machine";
 }
 
 // The lesson's toy sequence (ids = [7, 13, 7, 21, 13, 5, 9, 7]), repeated to T, modulo V.
@@ -203,6 +230,15 @@ int main(int argc, char** argv) {
             j["flops_per_token"] = {{"T", T}, {"forward_weights", f.forward_weights}, {"attention", f.attention},
                                     {"forward", f.forward}, {"training", f.training},
                                     {"training_weights", f.training_weights}, {"crossover_T", f.crossover_T}};
+            for (const MemoryRow& r : memory_rows(c, B, T)) {
+                nlohmann::ordered_json row = {{"attention", to_string(r.plan.attention)},
+                                              {"recompute", to_string(r.plan.recompute)}, {"B", B}, {"T", T}};
+                if (r.f32) row["float32"] = {{"activation_bytes", r.f32->activation_bytes},
+                                             {"state_bytes", r.f32->state_bytes}};
+                if (r.bf16) row["bfloat16"] = {{"activation_bytes", r.bf16->activation_bytes},
+                                               {"state_bytes", r.bf16->state_bytes}};
+                j["training_memory"].push_back(row);
+            }
             fmt::print("{}\n", j.dump(2));
             return 0;
         }
@@ -284,6 +320,18 @@ int main(int argc, char** argv) {
             fmt::print("  without attention biases: P = {}   D ≈ {} tokens   C ≈ {:.2e} FLOPs\n",
                        commas(bl.parameters), commas(bl.tokens), bl.flops);
         }
+
+        const std::vector<MemoryRow> rows = memory_rows(c, B, T);
+        fmt::print("\nMemory of a training step at B={}, T={}, as build/train's memory check counts it\n", B, T);
+        if (rows.front().f32)
+            fmt::print("  weights, gradients, AdamW's two moments: {:.2f} GiB (bf16: {:.2f} GiB)\n",
+                       rows.front().f32->state_bytes / double(1 << 30),
+                       rows.front().bf16->state_bytes / double(1 << 30));
+        fmt::print("  activations and backward scratch:\n  {:<14} {:<11} {:>18} {:>18}\n", "--attention", "--recompute",
+                   "float32", "bfloat16");
+        for (const MemoryRow& r : rows)
+            fmt::print("  {:<14} {:<11} {:>18} {:>18}\n", to_string(r.plan.attention), to_string(r.plan.recompute),
+                       gib(r.f32), gib(r.bf16));
         return 0;
     });
 }

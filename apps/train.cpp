@@ -173,6 +173,8 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads, 
     fmt::print("{}", describe_optimizer(trainer.model.table, tc.optimizer, tc.muon, tc.adamw));
     fmt::print("dtype: {}\n", tc.dtype == DType::BFloat16 ? "bfloat16 (products: " + matmul_bf16_describe() + ")"
                                                           : std::string("float32"));
+    fmt::print("attention: {}, recompute: {}\n", to_string(tc.activations.attention),
+               to_string(tc.activations.recompute));
     if (!batch_threads_why.empty()) fmt::print("batch threads: {} (auto: {})\n", tc.batch_threads, batch_threads_why);
     if (dist.size > 1)
         fmt::print("ranks: {} ({} on this host) × {} threads; effective batch {} = {} ranks × {} × {} steps\n",
@@ -253,7 +255,7 @@ int main(int argc, char** argv) {
         // With --batch_threads=auto, tc.batch_threads is 1 here: one model must fit, and auto
         // considers only the replicas that fit too.
         check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3,
-                                           tc.dtype == DType::BFloat16));
+                                           tc.dtype == DType::BFloat16, tc.activations));
         // The backend and the batch threads, chosen together (each one's speed depends on the other).
         StepSetupFlags setup_flags;
         setup_flags.matmul = flags.matmul.value, setup_flags.batch_threads = parse_batch_threads(flags.batch_threads);

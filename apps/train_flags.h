@@ -13,7 +13,7 @@ namespace hg {
 struct TrainFlags {
     TrainConfig tc, preset_tc;  // a preset sets the training defaults too (train_preset)
     std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
-    std::string batch_threads = "auto", lr_decay, lr_replans, optimizer, dtype;
+    std::string batch_threads = "auto", lr_decay, lr_replans, optimizer, dtype, attention, recompute;
     TokenizerFlags tokenizer;
     int threads = 0;
     MatmulFlag matmul;
@@ -24,6 +24,7 @@ struct TrainFlags {
         lr_decay = to_string(tc.schedule.decay);
         optimizer = to_string(tc.optimizer);
         dtype = to_string(tc.dtype);
+        attention = to_string(tc.activations.attention), recompute = to_string(tc.activations.recompute);
     }
     void add(CLI::App& app) {
         o_decay = app.add_option("--lr_decay_iters", tc.schedule.lr_decay_iters, "default: max_iters");
@@ -55,6 +56,14 @@ struct TrainFlags {
             ->capture_default_str();
         app.add_option("--dtype", dtype, "float32 | bfloat16 (mixed precision: the products' inputs in bf16, "
                        "everything else float; docs/bf16.md)")->capture_default_str();
+        app.add_option("--attention", attention,
+                       "flash (keeps one number per row) | materialized (keeps the T×T probabilities); the same "
+                       "function (docs/attention-memory.md)")
+            ->capture_default_str();
+        app.add_option("--recompute", recompute,
+                       "none | attention | block: what the backward computes again instead of the forward keeping "
+                       "it (docs/attention-memory.md)")
+            ->capture_default_str();
         app.add_option("--muon_lr", tc.muon.lr, "Muon's peak lr, on the lr schedule; 0: learning_rate")
             ->capture_default_str();
         app.add_option("--muon_momentum", tc.muon.momentum)->capture_default_str();
@@ -89,6 +98,7 @@ struct TrainFlags {
         c.schedule.replans = parse_replans(lr_replans);
         c.optimizer = parse_optimizer(optimizer);
         c.dtype = parse_dtype(dtype);
+        c.activations = {parse_attention(attention), parse_recompute(recompute)};
         if (o_max_iters->count() && !o_budget->count()) c.time_budget = 0;
         check(!(o_max_iters->count() && o_budget->count() && c.time_budget > 0),
               "give --max_iters or --time_budget, not both (the budget decides the iterations)");

@@ -30,11 +30,12 @@ struct ModelGradCheck {
 };
 
 // Every parameter tensor's gradient (B = 2, T = 3, one ignored target) against central
-// differences of the loss, in double; one CHECK per tensor. Returns the worst error/tolerance.
-inline ModelGradCheck check_model_gradients(GPTConfig c, bool training) {
+// differences of the loss, in double, with the attention and recomputation of `plan`; one CHECK
+// per tensor. Returns the worst error/tolerance.
+inline ModelGradCheck check_model_gradients(GPTConfig c, bool training, ActivationPlan plan = {}) {
     const int B = 2, T = 3;
     GPT<double> m;
-    gpt_build(m, c, B, T);
+    gpt_build<double>(m, c, B, T, nullptr, plan);
     randomise(m, 7);
     std::vector<int> idx = {1, 4, 1, 6, 0, 4};   // repeated tokens exercise the scatter
     std::vector<int> tgt = {4, 1, -1, 0, 4, 2};  // one ignored target

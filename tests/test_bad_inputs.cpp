@@ -98,6 +98,12 @@ TEST_CASE("train: meaningless numbers and unusable paths are refused in one line
                             {"--dtype=float16", "dtype"},
                             {"--dtype=", "dtype"},
                             {"--dtype=BFloat16", "dtype"},
+                            {"--attention=fused", "attention"},
+                            {"--attention=", "attention"},
+                            {"--attention=Flash", "attention"},
+                            {"--recompute=all", "recompute"},
+                            {"--recompute=", "recompute"},
+                            {"--recompute=1", "recompute"},
                             {"--threads=-1", "--threads"},
                             {"--threads=1000000", "--threads"},
                             {"--matmul=cuda", "--matmul"},
@@ -149,7 +155,7 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
     expect_errors(bin("inspect"), {
         {"--batch_size=0", "batch_size"}, {"--T=-1", "T"}, {"--T=100000", "T"}, {"--n_layer=100000000", "n_layer"},
         {"--ckpt=" + s.dir, s.dir}, {"--residual_norms --T=-5", "T"},
-        {"--residual_norms --block_size=1000000 --n_embd=16 --n_head=2", "GiB available"},
+        {"--residual_norms --block_size=400000 --n_embd=4096 --n_head=2", "GiB available"},
         {"--causality --matmul=gpu", "--matmul"}, {"--matmul=", "--matmul"},
     });
     expect_errors(bin("activations") + " --ckpt=" + s.ckpt, {
@@ -168,6 +174,8 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
                       {"--batch_threads=5", "batch"},
                       {"--dtype=bf16", "dtype"},
                       {"--matmul=mkl", "--matmul"},
+                      {"--attention=sdpa", "attention"},
+                      {"--recompute=blocks", "recompute"},
                   });
     expect_errors(bin("crosscheck") + " --n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --vocab_size=10 --ckpt=" +
                       (s.tmp.path / "cc.st").string() + " --out=" + (s.tmp.path / "cc.out").string(), {

@@ -125,6 +125,8 @@ TEST_CASE("--config: the command line wins over the file for every kind of flag,
         "optimizer = \"muon\"\n"               // a word, parsed after the parse
         "norm = \"rmsnorm\"\n"                 // a word applied only when given
         "dtype = \"bfloat16\"\n"
+        "attention = \"materialized\"\n"
+        "recompute = \"block\"\n"
         "qk_norm = true\n"                     // a flag, turned off on the command line by value
         "init_zero_proj = false\n"             // a flag, turned on on the command line bare
         "decay_lr = false\n"                   // a boolean option
@@ -136,8 +138,9 @@ TEST_CASE("--config: the command line wins over the file for every kind of flag,
         "data = \"" + (tmp.path / "no-such-file.txt").string() + "\"\n"
         "out_dir = \"" + (tmp.path / "file-out").string() + "\"\n");
     const Run r = run(bin("train") + kTiny + " --config=" + cfg + " --preset=course --n_layer=1 --learning_rate=0.003 "
-                      "--min_lr=0.0001 --seed=8 --optimizer=adamw --norm=layernorm --dtype=float32 --qk_norm=false "
-                      "--init_zero_proj --decay_lr=true --tie_weights=false --batch_threads=1 --tokenizer=char "
+                      "--min_lr=0.0001 --seed=8 --optimizer=adamw --norm=layernorm --dtype=float32 --attention=flash "
+                      "--recompute=none --qk_norm=false --init_zero_proj --decay_lr=true --tie_weights=false "
+                      "--batch_threads=1 --tokenizer=char "
                       "--threads=1 --matmul=openblas --max_iters=2 --eval_interval=2 --data=" + data +
                       " --out_dir=" + out);
     INFO(r.output);
@@ -154,6 +157,7 @@ TEST_CASE("--config: the command line wins over the file for every kind of flag,
                                     std::string("learning_rate = 0.003"), std::string("min_lr = 0.0001"),
                                     std::string("seed = 8"), std::string("optimizer = \"adamw\""),
                                     std::string("norm = \"layernorm\""), std::string("dtype = \"float32\""),
+                                    std::string("attention = \"flash\""), std::string("recompute = \"none\""),
                                     std::string("qk_norm = false"), std::string("init_zero_proj = true"),
                                     std::string("decay_lr = true"), std::string("tie_weights = false"),
                                     std::string("batch_threads = 1"), std::string("tokenizer = \"char\""),
@@ -189,7 +193,8 @@ TEST_CASE("--config: run.toml names every flag that changes a run, and replays a
     REQUIRE(run(bin("prepare") + " --quiet --tokenizer=char --out_dir=" + shards + " " + text).status == 0);
     const std::string out = (tmp.path / "out").string();
     Run r = run(bin("train") + kTiny + " --dtype=bfloat16 --optimizer=muon --muon_lr=0.02 --qk_norm --norm=rmsnorm "
-                "--batch_threads=1 --max_iters=4 --eval_interval=2 --data=" + shards + " --out_dir=" + out);
+                "--attention=materialized --recompute=block --batch_threads=1 "
+                "--max_iters=4 --eval_interval=2 --data=" + shards + " --out_dir=" + out);
     INFO(r.output);
     REQUIRE(r.status == 0);
     const std::string written = read_bytes(fs::path(out) / "run.toml");
@@ -204,7 +209,7 @@ TEST_CASE("--config: run.toml names every flag that changes a run, and replays a
         CHECK(written.find("\n" + name + " = ") != std::string::npos);
     }
     for (const char* line : {"dtype = \"bfloat16\"", "optimizer = \"muon\"", "muon_lr = 0.02", "qk_norm = true",
-                             "norm = \"rmsnorm\""}) {
+                             "norm = \"rmsnorm\"", "attention = \"materialized\"", "recompute = \"block\""}) {
         INFO(line);
         CHECK(written.find(std::string("\n") + line + "\n") != std::string::npos);
     }
@@ -217,6 +222,7 @@ TEST_CASE("--config: run.toml names every flag that changes a run, and replays a
     INFO(r.output);
     REQUIRE(r.status == 0);
     CHECK(r.output.find("dtype: bfloat16") != std::string::npos);
+    CHECK(r.output.find("attention: materialized, recompute: block") != std::string::npos);
     CHECK(read_bytes(fs::path(out) / "ckpt.safetensors") == first);
     CHECK(read_bytes(fs::path(out) / "run.toml") == written);
 }

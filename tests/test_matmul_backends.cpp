@@ -120,6 +120,7 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
     modern.qk_norm = true;
     modern.n_head = 2,
     modern.block_size = 80;  // heads of 64 over 80 positions: attention's products, not its fused kernel
+    // (materialized attention's: the flash layer runs its tiles in kernels of its own, never the backend's)
     const std::vector<int> ids = random_ids(c.vocab_size, 4000);
     std::vector<MatmulCall> calls;
     const auto add = [&](const std::vector<MatmulCall>& more) {
@@ -132,7 +133,7 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
     for (const GPTConfig& config : {c, modern})
         for (int R : {1, 2}) {
             TrainConfig tc;
-            tc.batch_size = 4, tc.batch_threads = R;
+            tc.batch_size = 4, tc.batch_threads = R, tc.activations.attention = AttentionKind::Materialized;
             add(training_step_matmuls(config, tc, ids));
         }
     add(forward_matmuls(c, 3, c.block_size));
@@ -228,14 +229,16 @@ TEST_CASE("the calls of one and two blocks carried to n_layer are the whole mode
 
 // matmul_choice.h: under bf16 the linear layers' products are not the backend's where oneDNN's
 // bf16 matmul runs them, so auto is timed on the float products left; widened, they are float
-// products and recorded. Attention's products are bf16 too (its sgemm path, at every shape), so
-// with oneDNN's bf16 nothing is left to time, and the choice says so instead of timing nothing.
+// products and recorded. Attention's products are bf16 too (materialized attention's sgemm path, at
+// every shape; flash attention's are kernels of its own), so with oneDNN's bf16 nothing is left to
+// time, and the choice says so instead of timing nothing.
 TEST_CASE("auto's recording under bf16: the float products only, or all of them when bf16 is widened",
           "[matmul][bf16]") {
     GPTConfig c = preset("course");
     c.n_layer = 2, c.block_size = 16, c.vocab_size = 30;
     TrainConfig tc;
     tc.batch_size = 4, tc.batch_threads = 1, tc.dtype = DType::BFloat16;
+    tc.activations.attention = AttentionKind::Materialized;
     const std::vector<int> ids = random_ids(c.vocab_size, 2000);
     const auto total = [&](const std::vector<MatmulCall>& calls) {
         long n = 0;
@@ -250,6 +253,11 @@ TEST_CASE("auto's recording under bf16: the float products only, or all of them 
     // (2 blocks · 4 linear layers + the head) · 3 products, and attention's 2 + 4 per (b, h) and
     // block (T 16: one row block)
     CHECK(widened == (2 * 4 + 1) * 3 + 2 * tc.batch_size * c.n_head * 6);
+    TrainConfig flash = tc;  // flash attention: no product of the backend's
+    flash.activations.attention = AttentionKind::Flash;
+    matmul_bf16_force_widen(true);
+    CHECK(total(training_step_matmuls(c, flash, ids)) == (2 * 4 + 1) * 3);
+    matmul_bf16_force_widen(false);
     if (matmul_bf16_backend() != Bf16Backend::OneDNN) return;
     CHECK(bf16.empty());
     if (matmul_backends().size() < 2) return;

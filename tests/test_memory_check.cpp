@@ -31,6 +31,7 @@ TEST_CASE("memory_need counts exactly the floats the trainer's arenas hold", "[r
         tc.batch_size = 4, tc.batch_threads = R, tc.eval_iters = 1;
         Trainer t;
         t.start(c, tc, vocab, ids, ids);
+        // the default plan; each plan's count: tests/test_attention_plan.cpp
         const MemoryNeed need = memory_need(c, tc.batch_size, c.block_size, R, 3);
         CHECK(need.state_bytes == 4.0 * double(t.state_floats()));
         CHECK(need.activation_bytes == 4.0 * double(t.activation_floats()));
@@ -79,7 +80,11 @@ TEST_CASE("a run over the available memory is refused with the numbers and a bat
 TEST_CASE("sizes no machine holds are refused before any product can wrap", "[robust][memory]") {
     GPTConfig c = small_config();
     c.block_size = 100000000;
-    CHECK_THROWS_WITH(memory_need(c, 1000, 100000000, 1, 3), Catch::Contains("no machine holds that"));
+    const ActivationPlan materialized{AttentionKind::Materialized};  // its (B, NH, T, T) matrices
+    CHECK_THROWS_WITH(memory_need(c, 1000, 100000000, 1, 3, false, materialized),
+                      Catch::Contains("no machine holds that"));
+    // flash attention keeps O(T) a row: the rows themselves then
+    CHECK_THROWS_WITH(memory_need(c, 100000000, 100000000, 1, 3), Catch::Contains("no machine holds that"));
     CHECK_THROWS_WITH(memory_need(small_config(), 3, 8, 2, 3), Catch::Contains("split evenly"));
     const auto available = available_memory_bytes();
     REQUIRE(available.has_value());  // Linux: /proc/meminfo

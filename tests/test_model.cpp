@@ -100,6 +100,15 @@ TEST_CASE("whole-model gradient check: every parameter tensor against finite dif
         c.bias = BiasLayout::GPT2, c.tie_weights = true, c.dropout = 0.2f;
         check_model_gradients(c, true);
     }
+    SECTION("materialized attention, and each recomputation (the sections above run flash, keeping all)") {
+        c.bias = BiasLayout::GPT2, c.tie_weights = true, c.dropout = 0.2f;
+        for (AttentionKind attention : {AttentionKind::Flash, AttentionKind::Materialized})
+            for (Recompute recompute : {Recompute::None, Recompute::Attention, Recompute::Block}) {
+                if (attention == AttentionKind::Flash && recompute == Recompute::None) continue;  // above
+                INFO(to_string(attention) << " attention, recompute " << to_string(recompute));
+                check_model_gradients(c, true, ActivationPlan{attention, recompute});
+            }
+    }
 }
 
 TEST_CASE("causality: changing token t leaves every earlier position's logits bit-identical",

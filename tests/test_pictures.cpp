@@ -66,8 +66,8 @@ TEST_CASE("activations writes the model's own attention, logits, causality and r
     // The same forward pass in the library, to compare against.
     const Checkpoint ck = Checkpoint::load(tiny.ckpt());
     const int V = ck.config.vocab_size;
-    GPT<float> m;
-    gpt_build(m, ck.config, 1, T);
+    GPT<float> m;  // the attention that keeps the probabilities compared below
+    gpt_build<float>(m, ck.config, 1, T, nullptr, ActivationPlan{AttentionKind::Materialized});
     ck.read_weights(m);
     std::vector<int> ids = Tokenizer::from_vocab(ck.vocab).encode(prompt);
     gpt_forward(m, ids.data(), nullptr, 1, T);

@@ -20,6 +20,7 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     c.schedule.decay_lr = false, c.schedule.replans = {{250, 1200}, {400, 1180}};
     c.adamw.beta1 = 0.8f, c.adamw.beta2 = 0.9f, c.adamw.eps = 1e-6f;
     c.optimizer = OptimizerKind::Muon, c.muon.lr = 0.004f, c.muon.momentum = 0.9f, c.muon.momentum_warmup = 30;
+    c.activations = {AttentionKind::Materialized, Recompute::Block};
     const std::string j = train_config_to_json(c, R"({"data": "input.txt", "threads": 2})");
     const TrainConfig back = train_config_from_json(j);
     CHECK(train_config_to_json(back) == train_config_to_json(c));
@@ -30,6 +31,8 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     CHECK(back.adamw.weight_decay == c.adamw.weight_decay);
     CHECK(back.optimizer == OptimizerKind::Muon);
     CHECK(back.muon.momentum_warmup == 30);
+    CHECK(back.activations.attention == AttentionKind::Materialized);
+    CHECK(back.activations.recompute == Recompute::Block);
     const auto parsed = nlohmann::json::parse(j);
     CHECK(parsed["data"] == "input.txt");
     CHECK(parsed["threads"] == 2);
@@ -49,6 +52,8 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     REQUIRE_THROWS_WITH(train_config_from_json(R"({"lr_decay": "exp"})"), Catch::Contains("exp"));
     REQUIRE_THROWS_WITH(train_config_from_json(R"({"lr_replans": "5-10"})"), Catch::Contains("ITER:END"));
     REQUIRE_THROWS_WITH(train_config_from_json(R"({"optimizer": "sgd"})"), Catch::Contains("sgd"));
+    REQUIRE_THROWS_WITH(train_config_from_json(R"({"attention": "fused"})"), Catch::Contains("fused"));
+    REQUIRE_THROWS_WITH(train_config_from_json(R"({"recompute": "all"})"), Catch::Contains("all"));
     REQUIRE_THROWS_WITH(train_config_from_json("[1, 2]"), Catch::Contains("not a JSON object"));
     REQUIRE_THROWS_WITH(train_config_from_json("not json"), Catch::Contains("not a JSON object"));
     REQUIRE_THROWS_AS(train_config_to_json(c, "[]"), Error);

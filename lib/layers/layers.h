@@ -11,7 +11,10 @@
 // exact to ~1e-10). Tests run the twin in float to compare the SIMD path with it, and in double
 // for the gradient checks. Where a fast path has more than one way to run (attention: fused
 // kernels or sgemm, by shape), each way has a name of its own, and x_forward is the one that
-// picks.
+// picks. Attention is also written twice as layers of their own: attention.h keeps the T×T
+// probabilities, flash_attention.h one number per row, and the model's plan picks (gpt_choices.h);
+// flash's fast path takes a working space per thread and its twin a tile size instead, so the two
+// differ in those parameters and are not checked below.
 //
 // Parameters add, inputs write. Every backward
 //   adds (+=) into the parameters' gradients: dwte, dwpe (encoder); dweight, dbias (linear,
@@ -35,6 +38,7 @@
 #include "lib/layers/crossentropy.h"
 #include "lib/layers/dropout.h"
 #include "lib/layers/encoder.h"
+#include "lib/layers/flash_attention.h"
 #include "lib/layers/gelu.h"
 #include "lib/layers/layernorm.h"
 #include "lib/layers/linear.h"

@@ -115,6 +115,10 @@ constexpr Named<MlpKind> kMlpKinds[] = {
 constexpr Named<InitScheme> kInitSchemes[] = {
     {InitScheme::GPT2, "gpt2"}, {InitScheme::PyTorch, "pytorch"}, {InitScheme::Lesson14, "lesson14"},
     {InitScheme::Lesson14Scaled, "lesson14-scaled"}};
+constexpr Named<AttentionKind> kAttentionKinds[] = {
+    {AttentionKind::Flash, "flash"}, {AttentionKind::Materialized, "materialized"}};
+constexpr Named<Recompute> kRecomputes[] = {
+    {Recompute::None, "none"}, {Recompute::Attention, "attention"}, {Recompute::Block, "block"}};
 
 }  // namespace
 
@@ -124,6 +128,8 @@ std::string to_string(GeluKind g) { return name_of(kGeluKinds, g); }
 std::string to_string(NormKind n) { return name_of(kNormKinds, n); }
 std::string to_string(MlpKind m) { return name_of(kMlpKinds, m); }
 std::string to_string(InitScheme i) { return name_of(kInitSchemes, i); }
+std::string to_string(AttentionKind a) { return name_of(kAttentionKinds, a); }
+std::string to_string(Recompute r) { return name_of(kRecomputes, r); }
 
 BiasLayout parse_bias_layout(const std::string& s) { return value_named(kBiasLayouts, s, "bias layout"); }
 PosEncoding parse_pos_encoding(const std::string& s) { return value_named(kPosEncodings, s, "position encoding"); }
@@ -131,6 +137,8 @@ GeluKind parse_gelu(const std::string& s) { return value_named(kGeluKinds, s, "g
 NormKind parse_norm(const std::string& s) { return value_named(kNormKinds, s, "norm"); }
 MlpKind parse_mlp(const std::string& s) { return value_named(kMlpKinds, s, "mlp"); }
 InitScheme parse_init(const std::string& s) { return value_named(kInitSchemes, s, "init scheme"); }
+AttentionKind parse_attention(const std::string& s) { return value_named(kAttentionKinds, s, "attention"); }
+Recompute parse_recompute(const std::string& s) { return value_named(kRecomputes, s, "recompute"); }
 
 std::string describe_block(const GPTConfig& c) {
     std::string s = to_string(c.norm) + ", " + to_string(c.pos) + " positions";

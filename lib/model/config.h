@@ -72,6 +72,27 @@ struct GPTConfig {
     void validate() const;
 };
 
+// How the passes run attention, and what the forward keeps for the backward: choices of memory
+// and time, not of the model. Each setting computes the same function (flash and materialized
+// attention agree within float rounding, lib/layers/flash_attention.h; recomputation repeats the
+// forward's own arithmetic, so its gradients are the same bits), trains the same parameters and
+// reads and writes the same checkpoints.
+enum class AttentionKind {
+    Flash,         // lib/layers/flash_attention.h: keeps lse (B, NH, T), one number per row
+    Materialized,  // lib/layers/attention.h: keeps the probabilities att (B, NH, T, T)
+};
+enum class Recompute {
+    None,       // keep every activation the backward reads
+    Attention,  // keep attention's input (qkv) but not its output and state (atty, att or lse):
+                // the backward runs each block's attention forward again, into one buffer for all
+    Block,      // keep each block's input (the residual stream entering it) and its output; the
+                // backward runs the block's whole forward again, into one block's buffers for all
+};
+struct ActivationPlan {
+    AttentionKind attention = AttentionKind::Flash;
+    Recompute recompute = Recompute::None;
+};
+
 // Named configurations, usable as --preset=NAME by every app (flags override them). The list
 // and what each one is live in config.cpp; preset_names() gives the names in that order.
 GPTConfig preset(const std::string& name);  // hg::Error naming the known ones for another name
@@ -90,11 +111,15 @@ std::string to_string(GeluKind g);
 std::string to_string(InitScheme i);
 std::string to_string(NormKind n);
 std::string to_string(MlpKind m);
+std::string to_string(AttentionKind a);
+std::string to_string(Recompute r);
 BiasLayout parse_bias_layout(const std::string& s);
 PosEncoding parse_pos_encoding(const std::string& s);
 GeluKind parse_gelu(const std::string& s);
 InitScheme parse_init(const std::string& s);
 NormKind parse_norm(const std::string& s);
 MlpKind parse_mlp(const std::string& s);
+AttentionKind parse_attention(const std::string& s);
+Recompute parse_recompute(const std::string& s);
 
 }  // namespace hg

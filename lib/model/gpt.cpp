@@ -5,9 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "lib/core/rng.h"
 #include "lib/layers/attention.h"
+#include "lib/layers/flash_attention.h"
 #include "lib/layers/encoder.h"
 #include "lib/layers/rope.h"
 #include "lib/model/memory_check.h"
@@ -95,26 +101,40 @@ static ParameterTensors<real> bind_parameters(const GPTConfig& config, real* bas
     return p;
 }
 
-// The activations and the scratch are sized here, from the config, and nowhere else.
+// The activations and the scratch are sized here, from the config and the plan, and nowhere else.
+// Under recomputation the blocks after the first share the first block's buffers for what is
+// recomputed (gpt.h, BlockActivations).
 template <typename real>
-static size_t bind_activations(const GPTConfig& c, int B, int T, real* base, ActivationTensors<real>& a) {
+static size_t bind_activations(const GPTConfig& c, int B, int T, ActivationPlan plan, real* base,
+                               ActivationTensors<real>& a) {
     Carver<real> arena{base};
     const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
     const size_t F = c.mlp_fc_width(), M = c.mlp_hidden(), half_hs = C / NH / 2;
     const bool layernorm = c.norm == NormKind::LayerNorm, rope = c.pos == PosEncoding::Rope;
+    const bool flash = plan.attention == AttentionKind::Flash;
+    const bool block = plan.recompute == Recompute::Block, attention = plan.recompute != Recompute::None;
     auto take_if = [&](bool wanted, size_t n) { return wanted ? arena.take(n) : nullptr; };
     a.pos_table = take_if(c.pos == PosEncoding::Sinusoidal, size_t(c.block_size) * C);
     a.rope_cos = take_if(rope, c.block_size * half_hs), a.rope_sin = take_if(rope, c.block_size * half_hs);
     a.encoded = arena.take(N * C);
     a.h.assign(c.n_layer, BlockActivations<real>{});
-    for (BlockActivations<real>& s : a.h) {
-        s.ln_1 = arena.take(N * C), s.ln_1_mean = take_if(layernorm, N), s.ln_1_rstd = arena.take(N);
-        s.qkv = arena.take(N * 3 * C);
-        s.qk_rstd = take_if(c.qk_norm, N * 2 * NH);
-        s.att = arena.take(size_t(B) * NH * T * T);
-        s.atty = arena.take(N * C), s.res_2 = arena.take(N * C);
-        s.ln_2 = arena.take(N * C), s.ln_2_mean = take_if(layernorm, N), s.ln_2_rstd = arena.take(N);
-        s.fc = arena.take(N * F), s.fc_act = arena.take(N * M);
+    for (size_t l = 0; l < a.h.size(); l++) {
+        BlockActivations<real>& s = a.h[l];
+        const BlockActivations<real>& first = a.h[0];
+        // block l's own buffer of n numbers, or the first block's when `recomputed` (null unless wanted)
+        auto take = [&](bool recomputed, real* firsts, size_t n, bool wanted = true) {
+            return !wanted ? nullptr : l > 0 && recomputed ? firsts : arena.take(n);
+        };
+        s.ln_1 = take(block, first.ln_1, N * C), s.ln_1_mean = take(block, first.ln_1_mean, N, layernorm);
+        s.ln_1_rstd = take(block, first.ln_1_rstd, N);
+        s.qkv = take(block, first.qkv, N * 3 * C);
+        s.qk_rstd = take(block, first.qk_rstd, N * 2 * NH, c.qk_norm);
+        s.att = take(attention, first.att, size_t(B) * NH * T * T, !flash);
+        s.lse = take(attention, first.lse, size_t(B) * NH * T, flash);
+        s.atty = take(attention, first.atty, N * C), s.res_2 = take(block, first.res_2, N * C);
+        s.ln_2 = take(block, first.ln_2, N * C), s.ln_2_mean = take(block, first.ln_2_mean, N, layernorm);
+        s.ln_2_rstd = take(block, first.ln_2_rstd, N);
+        s.fc = take(block, first.fc, N * F), s.fc_act = take(block, first.fc_act, N * M);
         s.res_3 = arena.take(N * C);
     }
     a.ln_f = arena.take(N * C), a.ln_f_mean = take_if(layernorm, N), a.ln_f_rstd = arena.take(N);
@@ -122,8 +142,22 @@ static size_t bind_activations(const GPTConfig& c, int B, int T, real* base, Act
     return arena.used;
 }
 
+// Flash attention's working space: a slice per thread the model may run on (flash_attention.h),
+// large enough for either dtype. The twins (double) need none.
 template <typename real>
-static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, Scratch<real>& d) {
+static size_t flash_scratch_numbers(const GPTConfig& c, int T) {
+    if (!std::is_same_v<real, float>) return 0;
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    const size_t slice = std::max(flash_attention_scratch(T, c.n_embd, c.n_head),
+                                  flash_attention_bf16_scratch(T, c.n_embd, c.n_head));
+    return size_t(threads) * slice;
+}
+
+template <typename real>
+static size_t bind_scratch(const GPTConfig& c, int B, int T, ActivationPlan plan, real* base, Scratch<real>& d) {
     Carver<real> arena{base};
     const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
     // The (N, C)-sized buffers first and dlogits last: (N, V) is not a whole number of pages, and
@@ -133,19 +167,23 @@ static size_t bind_scratch(const GPTConfig& c, int B, int T, real* base, Scratch
     d.dqkv = arena.take(N * 3 * C), d.datty = arena.take(N * C);
     d.ddrop = arena.take(N * C);
     d.dfc = arena.take(N * c.mlp_fc_width()), d.dfc_act = arena.take(N * c.mlp_hidden());
-    d.attention = arena.take(size_t(B) * NH * T * T);
+    d.attention_numbers = plan.attention == AttentionKind::Flash ? flash_scratch_numbers<real>(c, T)
+                                                                 : size_t(B) * NH * T * T;
+    d.attention = arena.take(d.attention_numbers);
     d.dlogits = arena.take(N * V);
     return arena.used;
 }
 
 template <typename real>
-void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, const GPT<real>* share_params_of) {
+void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, const GPT<real>* share_params_of,
+               ActivationPlan plan) {
     config.validate();
     check(max_B >= 1, "batch_size must be positive (got {})", max_B);
     check(max_T >= 1 && max_T <= config.block_size,
           "sequence length {} must be in [1, block_size = {}]", max_T, config.block_size);
     m.config = config;
     m.max_B = max_B, m.max_T = max_T;
+    m.plan = share_params_of ? share_params_of->plan : plan;
     m.table = parameter_table(config);
     m.num_parameters = parameter_count(config);
     if (share_params_of) {
@@ -157,10 +195,10 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
     }
     m.grads_memory.allocate(m.num_parameters);
     m.grads = bind_parameters(config, m.grads_memory.data());
-    m.acts_memory.allocate(bind_activations<real>(config, max_B, max_T, nullptr, m.acts));
-    bind_activations(config, max_B, max_T, m.acts_memory.data(), m.acts);
-    m.scratch_memory.allocate(bind_scratch<real>(config, max_B, max_T, nullptr, m.scratch));
-    bind_scratch(config, max_B, max_T, m.scratch_memory.data(), m.scratch);
+    m.acts_memory.allocate(bind_activations<real>(config, max_B, max_T, m.plan, nullptr, m.acts));
+    bind_activations(config, max_B, max_T, m.plan, m.acts_memory.data(), m.acts);
+    m.scratch_memory.allocate(bind_scratch<real>(config, max_B, max_T, m.plan, nullptr, m.scratch));
+    bind_scratch(config, max_B, max_T, m.plan, m.scratch_memory.data(), m.scratch);
     m.tokens_memory.allocate(2 * size_t(max_B) * max_T);
     m.inputs = m.tokens_memory.data();
     m.targets = m.inputs + size_t(max_B) * max_T;
@@ -171,22 +209,33 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
                    config.rope_base);
 }
 
-// The bf16 copies of the linear layers' inputs, the backward's rounded dout and attention's
-// working space, carved (or, with base == nullptr, only counted) for batches up to (B, T).
-static size_t bind_bf16_activations(const GPTConfig& c, int B, int T, bf16* base, Bf16Copies& b) {
+// The bf16 copies of the linear layers' inputs, the backward's rounded dout and materialized
+// attention's working space, carved (or, with base == nullptr, only counted) for batches up to
+// (B, T). The copies of what the plan recomputes are shared as bind_activations shares their floats.
+static size_t bind_bf16_activations(const GPTConfig& c, int B, int T, ActivationPlan plan, bf16* base,
+                                    Bf16Copies& b) {
     Carver<bf16> arena{base};
     const size_t N = size_t(B) * T, C = c.n_embd, M = c.mlp_hidden();
     const size_t widest = std::max({size_t(c.vocab_size), 3 * C, size_t(c.mlp_fc_width()), C});
+    const bool block = plan.recompute == Recompute::Block, attention = plan.recompute != Recompute::None;
     b.h.assign(c.n_layer, Bf16Block{});
-    for (Bf16Block& s : b.h) s = {arena.take(N * C), arena.take(N * C), arena.take(N * C), arena.take(N * M)};
+    for (size_t l = 0; l < b.h.size(); l++) {
+        auto take = [&](bool recomputed, bf16* firsts, size_t n) {
+            return l > 0 && recomputed ? firsts : arena.take(n);
+        };
+        const Bf16Block& first = b.h[0];
+        b.h[l] = {take(block, first.ln_1, N * C), take(attention, first.atty, N * C), take(block, first.ln_2, N * C),
+                  take(block, first.fc_act, N * M)};
+    }
     b.ln_f = arena.take(N * C), b.dout = arena.take(N * widest);
-    b.attention = arena.take(attention_bf16_scratch(B, T, int(C), c.n_head));
+    const bool materialized = plan.attention == AttentionKind::Materialized;
+    b.attention = materialized ? arena.take(attention_bf16_scratch(B, T, int(C), c.n_head)) : nullptr;
     return arena.used;
 }
 
-size_t gpt_bf16_numbers(const GPTConfig& config, int max_B, int max_T) {
+size_t gpt_bf16_numbers(const GPTConfig& config, int max_B, int max_T, ActivationPlan plan) {
     Bf16Copies unused;
-    return bind_bf16_activations(config, max_B, max_T, nullptr, unused);
+    return bind_bf16_activations(config, max_B, max_T, plan, nullptr, unused);
 }
 
 void gpt_use_bf16(GPT<float>& m, const GPT<float>* share_params_of) {
@@ -199,8 +248,8 @@ void gpt_use_bf16(GPT<float>& m, const GPT<float>* share_params_of) {
         b.weights_memory.allocate(m.num_parameters);
         b.weights = b.weights_memory.data();
     }
-    b.acts_memory.allocate(bind_bf16_activations(m.config, m.max_B, m.max_T, nullptr, b));
-    bind_bf16_activations(m.config, m.max_B, m.max_T, b.acts_memory.data(), b);
+    b.acts_memory.allocate(bind_bf16_activations(m.config, m.max_B, m.max_T, m.plan, nullptr, b));
+    bind_bf16_activations(m.config, m.max_B, m.max_T, m.plan, b.acts_memory.data(), b);
     if (!share_params_of) gpt_round_weights(m);
 }
 
@@ -210,11 +259,11 @@ void gpt_round_weights(GPT<float>& m) {
 }
 
 // Declared in memory_check.h, which compares it with the memory there is.
-size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T) {
+size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T, ActivationPlan plan) {
     ActivationTensors<float> acts;
     Scratch<float> scratch;
-    return bind_activations<float>(config, max_B, max_T, nullptr, acts) +
-           bind_scratch<float>(config, max_B, max_T, nullptr, scratch);
+    return bind_activations<float>(config, max_B, max_T, plan, nullptr, acts) +
+           bind_scratch<float>(config, max_B, max_T, plan, nullptr, scratch);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -292,8 +341,8 @@ void gpt_init(GPT<real>& m, uint64_t seed) {
     }
 }
 
-template void gpt_build(GPT<float>&, const GPTConfig&, int, int, const GPT<float>*);
-template void gpt_build(GPT<double>&, const GPTConfig&, int, int, const GPT<double>*);
+template void gpt_build(GPT<float>&, const GPTConfig&, int, int, const GPT<float>*, ActivationPlan);
+template void gpt_build(GPT<double>&, const GPTConfig&, int, int, const GPT<double>*, ActivationPlan);
 template void gpt_init(GPT<float>&, uint64_t);
 template void gpt_init(GPT<double>&, uint64_t);
 template float* gpt_own_parameters(GPT<float>&);

@@ -93,6 +93,10 @@ struct ParameterTensors {
 // widths (BlockParameters). The two branch outputs
 // (after attention's and the MLP's output projections) are not kept: each is written straight
 // into the stream it is added to (res_2, res_3), because the backward of a sum needs no values.
+// The model's ActivationPlan (config.h) decides the rest: attention keeps att or lse, and what a
+// recompute setting recomputes is one buffer that every block shares (the first block's pointers in
+// every block): under Recompute::Attention atty, att and lse; under Recompute::Block everything
+// but res_3, which is the next block's input.
 template <typename real>
 struct BlockActivations {
     real* ln_1;       // (N, C)
@@ -100,7 +104,8 @@ struct BlockActivations {
     real* ln_1_rstd;  // (N)
     real* qkv;        // (N, 3C) as attention reads it: after rope and QK-norm, when on (in place)
     real* qk_rstd;    // (N, 2·NH) QK-norm's rstd per head of q, then of k; null without QK-norm
-    real* att;        // (B, NH, T, T) attention probabilities
+    real* att;        // (B, NH, T, T) attention probabilities (materialized attention); null with flash
+    real* lse;        // (B, NH, T) each row's log Σ exp of its scores (flash attention); null otherwise
     real* atty;       // (N, C) heads' outputs, concatenated
     real* res_2;      // (N, C) the stream after attention: X + attn_proj(atty)
     real* ln_2;       // (N, C)
@@ -142,8 +147,10 @@ struct Scratch {
     real* datty;      // (N, C)
     real* dqkv;       // (N, 3C)
     real* dln_1;      // (N, C) at ln_1's output
-    real* attention;  // (B, NH, T, T) attention's working space in both passes: the forward's
-                      // dropped probabilities (dropout on), the backward's dP, dA, dS (attention.h)
+    real* attention;  // attention's working space in both passes. Materialized: (B, NH, T, T), the
+                      // forward's dropped probabilities (dropout on), the backward's dP, dA, dS
+                      // (attention.h). Flash: a slice per thread (flash_attention.h), for either dtype
+    size_t attention_numbers = 0;  // the numbers at `attention`
 };
 
 // Mixed precision (dtype bfloat16, float models only; gpt_use_bf16): the bf16 numbers the
@@ -151,8 +158,10 @@ struct Scratch {
 // but for the norms' outputs and fc_act, which LayerNorm and GELU then write in bf16 only (the
 // products are their only readers; gpt_choices.h); these are extra, allocated only when bf16 is
 // on. Each linear layer's input is rounded once in the forward, by the layer that writes it, and
-// kept, because the backward's dW = doutᵀ·inp reads it again. Attention's
-// products take bf16 inputs too (lib/layers/attention.h), from one working space for all blocks.
+// kept, because the backward's dW = doutᵀ·inp reads it again (a copy of what the plan recomputes
+// is shared by the blocks as its float buffer is, and made again with it). Attention's products
+// take bf16 inputs too (lib/layers/flash_attention.h, attention.h), from one working space for all
+// blocks.
 struct Bf16Block {
     bf16* ln_1;    // (N, C)  c_attn's input
     bf16* atty;    // (N, C)  attn.c_proj's
@@ -170,8 +179,9 @@ struct Bf16Copies {
     bf16* dout = nullptr;           // (N, widest linear output) the backward's rounded dout, reused
     const float* dout_of = nullptr; // the float gradient `dout` holds rounded, when the layer that wrote
                                     // it rounded it too; the next linear backward takes it (gpt_choices.h)
-    bf16* attention = nullptr;      // attention's bf16 working space (attention_bf16_scratch), reused by
-                                    // every block: its q, k, v are rounded again in the backward, not kept
+    bf16* attention = nullptr;      // materialized attention's bf16 working space (attention_bf16_scratch),
+                                    // reused by every block: its q, k, v are rounded again in the backward,
+                                    // not kept; null with flash attention, whose working space is float
     bool on() const { return weights != nullptr; }
     const bf16* copy_of(const float* w) const { return weights + (w - params); }
 };
@@ -195,17 +205,20 @@ struct GPT {
     bool training = false;
     uint64_t dropout_key = 0;
     double loss = 0;
+    ActivationPlan plan;                // how attention runs, what the forward keeps (gpt_build's)
     Profile* profile = nullptr;         // when set, each layer's time is charged to it (build/bench)
     Bf16Copies mixed;                   // empty unless gpt_use_bf16 (dtype bfloat16)
 };
 
-// Allocates every arena for batches up to (max_B, max_T): nothing is allocated after this.
-// With `share_params_of`, the model is a replica for data-parallel threads (lib/train/trainer.h): its
+// Allocates every arena for batches up to (max_B, max_T), laid out for `plan` (which attention
+// runs, what the forward keeps): nothing is allocated after this. Flash attention's working space
+// is a slice per thread of omp_get_max_threads() at this call (flash_attention.h). With
+// `share_params_of`, the model is a replica for data-parallel threads (lib/train/trainer.h): its
 // own gradients, activations and scratch, and views of the other model's parameters instead
-// of an arena of its own.
+// of an arena of its own; it runs the other model's plan.
 template <typename real>
 void gpt_build(GPT<real>& model, const GPTConfig& config, int max_B, int max_T,
-               const GPT<real>* share_params_of = nullptr);
+               const GPT<real>* share_params_of = nullptr, ActivationPlan plan = {});
 // Turns on mixed precision for a float model built by gpt_build: allocates the bf16 copies
 // (Bf16Copies; a replica views share_params_of's weight copy) and rounds the weights into it.
 // From then on the linear layers' products take bf16 inputs and the optimizer refreshes the copy.

@@ -5,6 +5,7 @@
 //                     whole-model gradient check needs;
 //   the config        LayerNorm or RMSNorm; GELU, ReLU² or SwiGLU (norm_forward and
 //                     mlp_activation_forward below, which the cached generation path shares);
+//   the plan          flash or materialized attention (the model's ActivationPlan, config.h);
 //   bf16              with the model's dtype bfloat16, the products' bf16 variants and the
 //                     bf16 copies they read (Layers, at the end);
 //   profiling         each call charged to its kind of work when build/bench attached a Profile:
@@ -209,11 +210,23 @@ struct Layers {
         if constexpr (kFastPath<real>) hg::qknorm_forward(qkv, rstd, B, T, C, NH);
         else qknorm_forward_twin(qkv, rstd, B, T, C, NH);
     }
-    // Which attention runs is chosen here: the float one (attention_forward: fused kernels or
-    // sgemm by shape, attention.h), the bf16 one, or the twin.
-    void attention_forward(real* out, real* att, const real* qkv, int B, int T, int C, int NH, Dropout drop) {
+    // Which attention runs is chosen here, by the model's plan: flash (flash_attention.h), which
+    // keeps lse and leaves att null, or materialized (attention.h: fused kernels or sgemm by shape),
+    // which keeps att and leaves lse null; each as its float fast path, its bf16 variant or its twin
+    // (at the fast path's tile, so the double model takes the same tiles).
+    void attention_forward(real* out, real* att, real* lse, const real* qkv, int B, int T, int C, int NH,
+                           Dropout drop) {
         const Timed timed(m.profile, Work::Attention, backward);
         real* scratch = m.scratch.attention;
+        const size_t n = m.scratch.attention_numbers;
+        if (m.plan.attention == AttentionKind::Flash) {
+            if constexpr (kFastPath<real>) {
+                if (in_bf16())
+                    return flash_attention_forward_bf16(out, input_copy(out), lse, scratch, n, qkv, B, T, C, NH, drop);
+                return flash_attention_forward(out, lse, scratch, n, qkv, B, T, C, NH, drop);
+            }
+            return flash_attention_forward_twin(out, lse, qkv, B, T, C, NH, drop, kFlashTile);
+        }
         if constexpr (kFastPath<real>) {
             if (in_bf16())
                 return attention_forward_bf16(out, input_copy(out), att, scratch, m.mixed.attention, qkv, B, T, C, NH,
@@ -300,19 +313,28 @@ struct Layers {
             }
         choice::mlp_activation_backward(c, dinp, inp, dout, N);
     }
-    void attention_backward(real* dqkv, const real* dout, const real* qkv, const real* att, int B, int T, int C, int NH,
-                            Dropout drop) {
+    // out: the forward's output, which flash's backward reads (D = rowsum(dout ∘ out)).
+    void attention_backward(real* dqkv, const real* dout, const real* qkv, const real* out, const real* att,
+                            const real* lse, int B, int T, int C, int NH, Dropout drop) {
         const Timed timed(m.profile, Work::Attention, backward);
         real* scratch = m.scratch.attention;
+        const size_t n = m.scratch.attention_numbers;
+        const bool flash = m.plan.attention == AttentionKind::Flash;
         if constexpr (kFastPath<real>) {
             if (in_bf16()) {  // dqkv rounded for c_attn's backward too, unless rope or QK-norm turn it first
                 const bool turned = m.config.qk_norm || m.config.pos == PosEncoding::Rope;
                 if (!turned) m.mixed.dout_of = dqkv;
-                return attention_backward_bf16(dqkv, turned ? nullptr : m.mixed.dout, scratch, m.mixed.attention, dout,
-                                               qkv, att, B, T, C, NH, drop);
+                bf16* dqkv16 = turned ? nullptr : m.mixed.dout;
+                if (flash)
+                    return flash_attention_backward_bf16(dqkv, dqkv16, scratch, n, dout, qkv, out, lse, B, T, C, NH,
+                                                         drop);
+                return attention_backward_bf16(dqkv, dqkv16, scratch, m.mixed.attention, dout, qkv, att, B, T, C, NH,
+                                               drop);
             }
+            if (flash) return flash_attention_backward(dqkv, scratch, n, dout, qkv, out, lse, B, T, C, NH, drop);
             hg::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, drop);
         } else {
+            if (flash) return flash_attention_backward_twin(dqkv, dout, qkv, out, lse, B, T, C, NH, drop, kFlashTile);
             attention_backward_twin(dqkv, scratch, dout, qkv, att, B, T, C, NH, drop);
         }
     }

@@ -13,18 +13,45 @@
 
 namespace hg {
 
+// Block l's forward from its input x (N, C), for the last forward's B and T: x += attn(norm_1(x))
+// into res_2, then res_2 += mlp(norm_2(res_2)) into res_3. gpt_forward runs it for each block;
+// gpt_backward runs it again for a block whose activations the plan did not keep.
 // The attention scores are q·k/√hs with or without QK-norm. With it, every head of q and k has
 // unit RMS, so |q·k| ≤ hs and each score lies in [-√hs, √hs] (lib/layers/qknorm.h).
+template <typename real>
+static void block_forward(Layers<real>& layer, GPT<real>& m, int l, const real* x) {
+    const GPTConfig& c = m.config;
+    const int B = m.B, T = m.T, C = c.n_embd, NH = c.n_head, F = c.mlp_fc_width(), M = c.mlp_hidden();
+    const size_t N = size_t(B) * T, NC = N * C;
+    const ActivationTensors<real>& a = m.acts;
+    const BlockParameters<real>& w = m.params.h[l];
+    const BlockActivations<real>& s = a.h[l];
+    // x += attn(norm_1(x)): the branch's output goes straight into res_2, then x is added to it
+    layer.norm_forward(s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C);
+    layer.linear_forward(s.qkv, s.ln_1, w.attn_w, w.attn_b, N, C, 3 * C);  // (N, 3C)
+    if (c.pos == PosEncoding::Rope) layer.rope_forward(s.qkv, a.rope_cos, a.rope_sin, B, T, C, NH);
+    if (c.qk_norm) layer.qknorm_forward(s.qkv, s.qk_rstd, B, T, C, NH);
+    layer.attention_forward(s.atty, s.att, s.lse, s.qkv, B, T, C, NH, dropout_at(m, l, kAttention));
+    layer.linear_forward(s.res_2, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);
+    layer.dropout_forward(s.res_2, s.res_2, NC, dropout_at(m, l, kAttnResidual));
+    layer.residual_forward(s.res_2, x, s.res_2, NC);
+    // x += mlp(norm_2(x)), the same way into res_3
+    layer.norm_forward(s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b, N, C);
+    layer.linear_forward(s.fc, s.ln_2, w.fc_w, w.fc_b, N, C, F);  // (N, F)
+    layer.mlp_activation_forward(s.fc_act, s.fc, N);             // (N, M)
+    layer.linear_forward(s.res_3, s.fc_act, w.mlp_proj_w, w.mlp_proj_b, N, M, C);
+    layer.dropout_forward(s.res_3, s.res_3, NC, dropout_at(m, l, kMlpResidual));
+    layer.residual_forward(s.res_3, s.res_2, s.res_3, NC);
+}
+
 template <typename real>
 double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int T, ForwardMode mode) {
     const GPTConfig& c = m.config;
     check(B >= 1 && B <= m.max_B, "batch of {} rows, but the model was built for at most {}", B, m.max_B);
     check(T >= 1 && T <= m.max_T, "sequence of {} tokens, but the model was built for at most {} "
           "(block_size {})", T, m.max_T, c.block_size);
-    const int C = c.n_embd, NH = c.n_head, V = c.vocab_size, L = c.n_layer;
-    const int F = c.mlp_fc_width(), M = c.mlp_hidden();
+    const int C = c.n_embd, V = c.vocab_size, L = c.n_layer;
     const size_t N = size_t(B) * T, NC = N * C;
-    const bool rope = c.pos == PosEncoding::Rope, softcap = c.logit_softcap > 0.0f;
     m.B = B, m.T = T, m.training = mode.training, m.dropout_key = mode.dropout_key;
     std::memcpy(m.inputs, idx, N * sizeof(int));
     m.has_targets = targets != nullptr;
@@ -39,31 +66,29 @@ double gpt_forward(GPT<real>& m, const int* idx, const int* targets, int B, int 
     layer.dropout_forward(a.encoded, a.encoded, NC, dropout_at(m, 0, kEmbedding));
     const real* x = a.encoded;  // the residual stream entering each block, (N, C)
     for (int l = 0; l < L; l++) {
-        const BlockParameters<real>& w = p.h[l];
-        BlockActivations<real>& s = a.h[l];
-        // x += attn(norm_1(x)): the branch's output goes straight into res_2, then x is added to it
-        layer.norm_forward(s.ln_1, s.ln_1_mean, s.ln_1_rstd, x, w.ln_1_w, w.ln_1_b, N, C);
-        layer.linear_forward(s.qkv, s.ln_1, w.attn_w, w.attn_b, N, C, 3 * C);  // (N, 3C)
-        if (rope) layer.rope_forward(s.qkv, a.rope_cos, a.rope_sin, B, T, C, NH);
-        if (c.qk_norm) layer.qknorm_forward(s.qkv, s.qk_rstd, B, T, C, NH);
-        layer.attention_forward(s.atty, s.att, s.qkv, B, T, C, NH, dropout_at(m, l, kAttention));
-        layer.linear_forward(s.res_2, s.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);
-        layer.dropout_forward(s.res_2, s.res_2, NC, dropout_at(m, l, kAttnResidual));
-        layer.residual_forward(s.res_2, x, s.res_2, NC);
-        // x += mlp(norm_2(x)), the same way into res_3
-        layer.norm_forward(s.ln_2, s.ln_2_mean, s.ln_2_rstd, s.res_2, w.ln_2_w, w.ln_2_b, N, C);
-        layer.linear_forward(s.fc, s.ln_2, w.fc_w, w.fc_b, N, C, F);  // (N, F)
-        layer.mlp_activation_forward(s.fc_act, s.fc, N);             // (N, M)
-        layer.linear_forward(s.res_3, s.fc_act, w.mlp_proj_w, w.mlp_proj_b, N, M, C);
-        layer.dropout_forward(s.res_3, s.res_3, NC, dropout_at(m, l, kMlpResidual));
-        layer.residual_forward(s.res_3, s.res_2, s.res_3, NC);
-        x = s.res_3;
+        block_forward(layer, m, l, x);
+        x = a.h[l].res_3;
     }
     layer.norm_forward(a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, p.ln_f_w, p.ln_f_b, N, C);
     layer.linear_forward(a.logits, a.ln_f, p.lm_head, nullptr, N, C, V);  // (N, V)
-    if (softcap) layer.softcap_forward(a.logits, a.logits, N * V, real(c.logit_softcap));
+    if (c.logit_softcap > 0.0f) layer.softcap_forward(a.logits, a.logits, N * V, real(c.logit_softcap));
     if (!targets) return m.loss = 0.0;
     return m.loss = layer.crossentropy_forward(a.probs, a.losses, a.logits, m.targets, N, V);
+}
+
+// What the plan did not keep of block l, computed again from what it kept, by the forward's own
+// calls with the forward's dropout keys: the same bits as the forward's. Recompute::Attention reruns
+// attention (atty and att or lse, from the kept qkv), Recompute::Block the whole block from its input x.
+template <typename real>
+static void recompute_forward(Layers<real>& layer, GPT<real>& m, int l, const real* x) {
+    const BlockActivations<real>& s = m.acts.h[l];
+    const int C = m.config.n_embd, NH = m.config.n_head;
+    switch (m.plan.recompute) {
+        case Recompute::None: return;
+        case Recompute::Attention:
+            return layer.attention_forward(s.atty, s.att, s.lse, s.qkv, m.B, m.T, C, NH, dropout_at(m, l, kAttention));
+        case Recompute::Block: return block_forward(layer, m, l, x);
+    }
 }
 
 template <typename real>
@@ -109,6 +134,9 @@ void gpt_backward(GPT<real>& m, real dloss) {
         BlockParameters<real>& gw = g.h[l];
         const BlockActivations<real>& s = a.h[l];
         const real* x = l == 0 ? a.encoded : a.h[l - 1].res_3;
+        // the block's activations the plan did not keep; the last block's are still in the buffers
+        // the blocks share, from the forward
+        if (l < L - 1) recompute_forward(layer, m, l, x);
         // res_3 = res_2 + mlp_proj. A sum passes its gradient unchanged to both terms
         // (residual.h), so dx — d res_3 — is also d mlp_proj, read by the MLP branch below;
         // once the branch has added its own part through ln_2, dx is d res_2. No copy.
@@ -124,7 +152,8 @@ void gpt_backward(GPT<real>& m, real dloss) {
         // ln_1 = norm(x)
         const real* dattn = layer.dropout_backward(d.ddrop, dx, NC, dropout_at(m, l, kAttnResidual));
         layer.linear_backward(d.datty, gw.attn_proj_w, gw.attn_proj_b, dattn, s.atty, w.attn_proj_w, N, C, C);
-        layer.attention_backward(d.dqkv, d.datty, s.qkv, s.att, B, T, C, NH, dropout_at(m, l, kAttention));
+        layer.attention_backward(d.dqkv, d.datty, s.qkv, s.atty, s.att, s.lse, B, T, C, NH,
+                                 dropout_at(m, l, kAttention));
         if (c.qk_norm) layer.qknorm_backward(d.dqkv, s.qkv, s.qk_rstd, B, T, C, NH);
         if (rope) layer.rope_backward(d.dqkv, a.rope_cos, a.rope_sin, B, T, C, NH);
         layer.linear_backward(d.dln_1, gw.attn_w, gw.attn_b, d.dqkv, s.ln_1, w.attn_w, N, C, 3 * C);

@@ -11,26 +11,28 @@
 
 namespace hg {
 
-MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int replicas, int state_copies, bool with_bf16) {
+MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int replicas, int state_copies, bool with_bf16,
+                       ActivationPlan plan) {
     config.validate();
     check(batch_size >= 1 && replicas >= 1 && batch_size % replicas == 0,
           "batch_size ({}) must be positive and split evenly over {} batch threads", batch_size, replicas);
     check(T >= 1 && T <= config.block_size, "sequence length {} must be in [1, block_size = {}]", T, config.block_size);
     // The largest arenas, estimated in double first so that no size_t product below can wrap:
-    // the attention matrices (B, NH, T, T) twice, the logits (B, T, V) three times.
+    // materialized attention's matrices (B, NH, T, T) twice, the logits (B, T, V) three times.
     const double rows = double(batch_size) / replicas;
-    const double largest = rows * T * (2.0 * config.n_head * T + 3.0 * config.vocab_size + 20.0 * config.n_embd);
+    const double matrices = plan.attention == AttentionKind::Materialized ? 2.0 * config.n_head * T : 0.0;
+    const double largest = rows * T * (matrices + 3.0 * config.vocab_size + 20.0 * config.n_embd + config.n_head);
     check(largest * config.n_layer < 1e17, "batch {} × {} with this model needs more than 10^17 floats of "
           "activations: no machine holds that", batch_size, T);
     MemoryNeed need;
     need.config = config, need.batch_size = batch_size, need.T = T, need.replicas = replicas;
-    need.state_copies = state_copies, need.with_bf16 = with_bf16;
+    need.state_copies = state_copies, need.with_bf16 = with_bf16, need.plan = plan;
     const double bytes = sizeof(float);
     need.state_bytes = bytes * double(parameter_count(config)) * (state_copies + replicas);
-    need.activation_bytes = bytes * replicas * double(gpt_activation_floats(config, batch_size / replicas, T));
+    need.activation_bytes = bytes * replicas * double(gpt_activation_floats(config, batch_size / replicas, T, plan));
     if (with_bf16) {
         need.state_bytes += 2.0 * double(parameter_count(config));
-        need.activation_bytes += 2.0 * replicas * double(gpt_bf16_numbers(config, batch_size / replicas, T));
+        need.activation_bytes += 2.0 * replicas * double(gpt_bf16_numbers(config, batch_size / replicas, T, plan));
     }
     return need;
 }
@@ -67,8 +69,9 @@ void check_memory(const MemoryNeed& need, double available, const std::string& b
     if (memory_fits(need, available)) return;
     // The largest batch (a multiple of the replicas) that fits, by bisection: the need grows with it.
     const auto fits = [&](int b) {
-        return memory_fits(memory_need(need.config, b, need.T, need.replicas, need.state_copies, need.with_bf16),
-                           available);
+        return memory_fits(
+            memory_need(need.config, b, need.T, need.replicas, need.state_copies, need.with_bf16, need.plan),
+            available);
     };
     int lo = 0, hi = need.batch_size / need.replicas;  // in rows per replica: lo fits (or is 0), hi does not
     while (hi - lo > 1) {

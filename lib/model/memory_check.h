@@ -20,11 +20,14 @@
 
 namespace hg {
 
-// The floats gpt_build's activation and backward-scratch arenas hold for (max_B, max_T),
-// computed without allocating. Defined in gpt.cpp, beside the layout it measures.
-size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T);
+// The floats gpt_build's activation and backward-scratch arenas hold for (max_B, max_T) under
+// `plan`, computed without allocating: with flash attention O(T) a row for attention's state,
+// with materialized attention T² per (b, h) in each block that keeps it and in the scratch; what
+// the plan recomputes counted once, not per block. Defined in gpt.cpp, beside the layout it
+// measures.
+size_t gpt_activation_floats(const GPTConfig& config, int max_B, int max_T, ActivationPlan plan = {});
 // The bf16 numbers of a bf16 run's activation copies (gpt_use_bf16), likewise.
-size_t gpt_bf16_numbers(const GPTConfig& config, int max_B, int max_T);
+size_t gpt_bf16_numbers(const GPTConfig& config, int max_B, int max_T, ActivationPlan plan = {});
 
 struct MemoryNeed {
     double state_bytes = 0;       // weights, moments, gradients
@@ -33,6 +36,7 @@ struct MemoryNeed {
     GPTConfig config;
     int batch_size = 0, T = 0, replicas = 1, state_copies = 1;
     bool with_bf16 = false;  // a bf16 run: its copies counted too
+    ActivationPlan plan;     // which attention runs and what the forward keeps
     double total() const { return state_bytes + activation_bytes; }
 };
 
@@ -40,9 +44,10 @@ struct MemoryNeed {
 // replicas (batch_threads), with `state_copies` parameter-sized arenas besides the replicas'
 // gradients (3 for training: weights and two moments; 1 for inference: the weights). With bf16,
 // the bf16 copies too: 2 bytes per parameter and per number of gpt_bf16_numbers per replica.
+// The activations as `plan` lays them out (gpt_activation_floats).
 // hg::Error when the sizes are beyond any machine (a product that would overflow).
 MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int replicas, int state_copies,
-                       bool with_bf16 = false);
+                       bool with_bf16 = false, ActivationPlan plan = {});
 
 // MemAvailable from /proc/meminfo, in bytes, or less when the cgroup's memory.max leaves less
 // (a container's limit); nothing when neither can be read.

@@ -71,7 +71,8 @@ StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, i
     const int recorded = flags.resumed ? recorded_batch_threads(train_config) : 0;
     const bool keep_R = flags.batch_threads == 0 && recorded >= 1 && recorded <= threads && B % recorded == 0;
     const auto fits = [&](int R) {
-        const MemoryNeed need = memory_need(config, B, config.block_size, R, 3, train.dtype == DType::BFloat16);
+        const MemoryNeed need = memory_need(config, B, config.block_size, R, 3, train.dtype == DType::BFloat16,
+                                            train.activations);
         return !flags.memory_bytes || memory_fits(need, *flags.memory_bytes);
     };
     s.Rs = flags.batch_threads > 0 ? std::vector<int>{flags.batch_threads}

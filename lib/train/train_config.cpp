@@ -83,7 +83,9 @@ std::string train_config_to_json(const TrainConfig& c, const std::string& extra)
                   {"eps", c.adamw.eps}, {"weight_decay", c.adamw.weight_decay}, {"grad_clip", c.grad_clip},
                   {"optimizer", to_string(c.optimizer)}, {"muon_lr", c.muon.lr}, {"muon_momentum", c.muon.momentum},
                   {"muon_momentum_warmup", c.muon.momentum_warmup},
-                  {"seed", c.seed}, {"time_budget", c.time_budget}, {"dtype", to_string(c.dtype)}});
+                  {"seed", c.seed}, {"time_budget", c.time_budget}, {"dtype", to_string(c.dtype)},
+                  {"attention", to_string(c.activations.attention)},
+                  {"recompute", to_string(c.activations.recompute)}});
     return j.dump();
 }
 
@@ -120,6 +122,14 @@ TrainConfig train_config_from_json(const std::string& text, TrainConfig c) {
     if (j.contains("dtype")) {
         get("dtype", text_value);
         c.dtype = parse_dtype(text_value);
+    }
+    if (j.contains("attention")) {
+        get("attention", text_value);
+        c.activations.attention = parse_attention(text_value);
+    }
+    if (j.contains("recompute")) {
+        get("recompute", text_value);
+        c.activations.recompute = parse_recompute(text_value);
     }
     return c;
 }

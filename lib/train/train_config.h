@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/model/config.h"
 #include "lib/optim/adamw.h"
 #include "lib/optim/muon.h"
 #include "lib/optim/schedule.h"
@@ -34,6 +35,7 @@ struct TrainConfig {
     uint64_t seed = 1337;
     double time_budget = 0;  // seconds of training (evaluation excluded); 0: train max_iters
     DType dtype = DType::Float32;
+    ActivationPlan activations;  // --attention (flash | materialized), --recompute (none | attention | block)
     void validate() const;   // throws hg::Error naming the bad value
 };
 

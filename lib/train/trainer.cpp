@@ -39,7 +39,7 @@ static void for_each_batch_thread(int R, F f) {
 
 void Trainer::allocate(const GPTConfig& config) {
     const int rows = cfg.batch_size / cfg.batch_threads;
-    gpt_build(model, config, rows, config.block_size);
+    gpt_build<float>(model, config, rows, config.block_size, nullptr, cfg.activations);
     replicas.clear();
     replicas.resize(cfg.batch_threads - 1);
     for (GPT<float>& replica : replicas) gpt_build(replica, config, rows, config.block_size, &model);
