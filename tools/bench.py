@@ -7,7 +7,12 @@ tools/bench_torch.py, nanoGPT's model, optimizer and per-iteration loop, timed a
 an iteration, at nanoGPT's fastest thread setting for the recipe. The recipes are nanoGPT's own.
 
 handgrad runs once per entry of HANDGRAD_SIDES: f32 with the defaults, and bf16 (--dtype=bfloat16)
-when build/train accepts --dtype (its --help says so); a side it does not accept is left out.
+when build/train accepts --dtype (its --help says so); a side it does not accept is left out. Two
+more sides are handgrad's alone: each dtype with --attention=materialized, the attention that keeps
+the T×T probabilities, in the same rounds, shown in a table of their own next to the default (flash)
+step. Then the memory table: the activations of the baby GPT's training step at batch 64 and
+T = 256, 1024, 4096 under each --attention and --recompute, as build/train's memory check counts
+them (build/inspect --json, which prints that count; nothing is run).
 
 This machine's speed drifts by tens of percent within minutes, so every recipe runs as
 --runs rounds (the order flipped from round to round), and the result is the median of the
@@ -79,11 +84,16 @@ RECIPES = [
 
 
 # handgrad's columns: a name and the flags it adds to build/train's. A side is run when build/train
-# --help lists its flags (or it adds none).
+# --help lists its flags (or it adds none). The sides in MATERIALIZED are compared with handgrad's
+# default step only (the attention table), not with nanoGPT's.
 HANDGRAD_SIDES = [
     ("handgrad f32", []),
     ("handgrad bf16", ["--dtype=bfloat16"]),
+    ("handgrad f32 materialized", ["--attention=materialized"]),
+    ("handgrad bf16 materialized", ["--dtype=bfloat16", "--attention=materialized"]),
 ]
+MATERIALIZED = {"handgrad f32 materialized": "handgrad f32", "handgrad bf16 materialized": "handgrad bf16"}
+MEMORY_T = [256, 1024, 4096]
 
 ENV = dict(os.environ)  # both sides' environment (--unpinned removes OPENBLAS_CORETYPE from it)
 
@@ -169,6 +179,19 @@ def ceilings():
             "peak": j.get("peak_f32_gflops", 0.0), "peak_bf16": j.get("peak_bf16_gflops", 0.0)}
 
 
+def memory_table():
+    """The baby GPT's activations at batch 64 for each T in MEMORY_T, per --attention and --recompute:
+    build/inspect's training_memory, the memory check's count. Empty when inspect has none."""
+    rows = []
+    for T in MEMORY_T:
+        cmd = [f"{BUILD}/inspect", "--preset=shakespeare-char", f"--block_size={T}", "--batch_size=64", "--json"]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+        if out.returncode != 0:
+            return []
+        rows.append((T, json.loads(out.stdout).get("training_memory", [])))
+    return rows if all(r for _, r in rows) else []
+
+
 def main():
     ap = argparse.ArgumentParser(description="handgrad's build/train against nanoGPT's loop in PyTorch")
     ap.error = lambda msg: sys.exit(f"error: {msg}")  # one line, not the usage text
@@ -230,9 +253,10 @@ def main():
           + ", ".join(f"{n} {g:.0f}" for n, g in backends.items()) + ")")
     print(f"load average {os.getloadavg()[0]:.2f} at the end; {(time.time() - t_start) / 60:.1f} min\n")
     print("nanoGPT's loop: tools/bench_torch.py, PyTorch " + torch_version() + "; handgrad: build/train, ms/iter from its log.csv\n")
+    against_torch = [(n, f) for n, f in sides if n not in MATERIALIZED]
     head = "| recipe | nanoGPT's loop ms/iter |"
     rule = "|---|---:|"
-    for n, _ in sides:
+    for n, _ in against_torch:
         head += f" {n} ms/iter | speed-up, median of {a.runs} (range) | GFLOP/s: % of peak, % of best library |"
         rule += "---:|---:|---:|"
     print(head + " floor at the best library rate | peak MiB nanoGPT / handgrad |")
@@ -240,7 +264,7 @@ def main():
     for r, rounds in rows:
         pt = median([p["torch"]["ms"] for p in rounds])
         line = f"| {r.label} | {pt:.1f} |"
-        for n, _ in sides:
+        for n, _ in against_torch:
             ratios = [p["torch"]["ms"] / p[n]["ms"] for p in rounds]
             hg = median([p[n]["ms"] for p in rounds])
             gflops = r.flops_per_iter() / (hg / 1000) / 1e9
@@ -252,6 +276,33 @@ def main():
         rss_hg = max(p[sides[0][0]]["rss"] for p in rounds)
         print(line + f" {floor:.1f} ms | {rss_pt:.0f} / {rss_hg:.0f} ({rss_hg / rss_pt:.2f}×) |")
     print()
+    compared = [(n, MATERIALIZED[n]) for n, _ in sides if n in MATERIALIZED and MATERIALIZED[n] in dict(sides)]
+    if compared:
+        print("handgrad's attention: the default (flash: one number a row kept) against --attention=materialized "
+              "(the T×T probabilities kept), same rounds\n")
+        print("| recipe |" + "".join(f" {d} ms/iter | {m} ms/iter | flash / materialized, median of {a.runs} (range) |"
+                                     for m, d in compared))
+        print("|---|" + "---:|---:|---:|" * len(compared))
+        for r, rounds in rows:
+            line = f"| {r.label} |"
+            for m, d in compared:
+                ratios = [p[d]["ms"] / p[m]["ms"] for p in rounds]
+                line += (f" {median([p[d]['ms'] for p in rounds]):.1f} | {median([p[m]['ms'] for p in rounds]):.1f} "
+                         f"| {median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) |")
+            print(line)
+        print()
+    mem = memory_table()
+    if mem:
+        plans = [(p["attention"], p["recompute"]) for p in mem[0][1]]
+        print("activations and backward scratch of the baby GPT's training step (batch 64, float32; bfloat16 in "
+              "brackets), GiB, as build/train's memory check counts them\n")
+        print("| T |" + "".join(f" --attention={a} --recompute={c} |" for a, c in plans))
+        print("|---:|" + "---:|" * len(plans))
+        def gib(cell, dtype):  # absent: more than any machine holds (memory_need refused it)
+            return f"{cell[dtype]['activation_bytes'] / 2 ** 30:.2f}" if dtype in cell else "—"
+        for T, cells in mem:
+            print(f"| {T} |" + "".join(f" {gib(p, 'float32')} ({gib(p, 'bfloat16')}) |" for p in cells))
+        print()
     for r, rounds in rows:
         t, h = rounds[0]["torch"], rounds[0][sides[0][0]]
         print(f"{r.name}: nanoGPT's loop {t['layout']}, {t['threads']} torch threads; "
