@@ -7,7 +7,7 @@
 //                (attention.h) in double, for every tile, so the dropout mask does not depend on it;
 //                planted bugs (a wrong rescale factor, the diagonal tile skipped, D from the wrong
 //                operand) fail the checks.
-//   [layers]     the fast float layer against today's attention (attention_forward/backward) on
+//   [layers]     the fast float layer against the materialized attention (attention_forward/backward) on
 //                every preset's shapes, odd T, T = 1, with and without dropout, after rope and
 //                QK-norm; lse against log Σ exp in double; the layer's contract (out, lse, dqkv
 //                written, whatever the buffers held); bad arguments.
@@ -16,7 +16,7 @@
 //                under it; the CPU's dot products and the widened ones agree.
 //   determinism  the same bits with 1, 2 and 3 threads, and with scratch for fewer threads.
 //
-// ---- Float against today's attention: the tolerance ----------------------------------------------
+// ---- Float against the materialized attention: the tolerance ----------------------------------------------
 // flash_attention.h lists where the two differ in rounding (a–d): tens of ε = 2⁻²⁴ relative to the
 // magnitudes involved. Each layer is within ~1e-6 of the exact values (both measured against the
 // double twin, below); the two compared with each other: out within 1e-5 of max|out|, dqkv within
@@ -140,12 +140,12 @@ Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout 
     return r;
 }
 
-// Today's attention (attention.h), float: out and dqkv.
-struct Today {
+// The materialized attention (attention.h), float: out and dqkv.
+struct Materialized {
     Floats out, dqkv;
 };
-Today run_today(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout drop) {
-    Today r{Floats(sh.out()), Floats(sh.qkv())};
+Materialized run_materialized(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout drop) {
+    Materialized r{Floats(sh.out()), Floats(sh.qkv())};
     Floats att(sh.att()), scratch(sh.att());
     attention_forward(r.out.data(), att.data(), scratch.data(), qkv.data(), sh.B, sh.T, sh.C, sh.NH, drop);
     attention_backward(r.dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), sh.B, sh.T, sh.C, sh.NH,
@@ -179,7 +179,7 @@ double lse_error(const Shape& sh, const Floats& qkv, const Floats& lse, int ever
     return worst;
 }
 
-// Today's presets' shapes (course, baby GPT, GPT-2 small at a small B), odd T, T = 1, T not a
+// The presets' shapes (course, baby GPT, GPT-2 small at a small B), odd T, T = 1, T not a
 // multiple of the tile, a head that is no whole number of vectors.
 const Shape kPresetShapes[] = {{4, 64, 128, 4}, {2, 256, 384, 6}, {1, 1024, 768, 12}};
 const Shape kOddShapes[] = {{3, 1, 32, 2}, {2, 37, 48, 2}, {2, 130, 64, 2}, {1, 67, 36, 3}, {2, 65, 40, 2}};
@@ -317,16 +317,16 @@ TEST_CASE("flash twin: the checks reject a wrong rescale factor, a skipped diago
     CHECK_FALSE(twin_checks<FlashPlant::SkipDiagonal>(TwinCase{1, 1, 6, 2, 1, 0.0f, 1.0, 33}).ok());
 }
 
-// ---- the fast float layer against today's attention ---------------------------------------------------
+// ---- the fast float layer against the materialized attention ---------------------------------------------------
 
 namespace {
 
-// The fast float layer and today's on one input: out within 1e-5 and dqkv within 2e-5 of their scale;
+// The fast float layer and the materialized one on one input: out within 1e-5 and dqkv within 2e-5 of their scale;
 // lse within 1e-5 (relative to 1 + |lse|) of the double value on every `every`-th row.
-void check_against_today(const Shape& sh, const Floats& qkv, const Floats& dout, float p, int every = 1) {
+void check_against_materialized(const Shape& sh, const Floats& qkv, const Floats& dout, float p, int every = 1) {
     const Dropout drop{p, 0x5eed};
     const Flash f = run_flash(sh, qkv, dout, drop, drop, false);
-    const Today a = run_today(sh, qkv, dout, drop);
+    const Materialized a = run_materialized(sh, qkv, dout, drop);
     const double e_out = scaled_error(f.out, a.out), e_dqkv = scaled_error(f.dqkv, a.dqkv);
     const double e_lse = lse_error(sh, qkv, f.lse, every);
     INFO(describe(sh, p) << ": out " << e_out << ", dqkv " << e_dqkv << " of their scale; lse " << e_lse);
@@ -337,25 +337,26 @@ void check_against_today(const Shape& sh, const Floats& qkv, const Floats& dout,
 
 }  // namespace
 
-TEST_CASE("flash attention equals today's attention on every preset's shapes, with and without dropout",
+TEST_CASE("flash attention equals the materialized attention on every preset's shapes, with and without dropout",
           "[flash][layers][preset_shapes]") {
     for (const Shape& sh : kPresetShapes)
         for (float p : {0.0f, 0.2f}) {
             const auto qkv = randn<float>(sh.qkv(), 40 + sh.T, 1.5), dout = randn<float>(sh.out(), 41 + sh.T);
-            check_against_today(sh, qkv, dout, p, sh.T > 256 ? 7 : 1);
+            check_against_materialized(sh, qkv, dout, p, sh.T > 256 ? 7 : 1);
         }
 }
 
-TEST_CASE("flash attention equals today's attention at odd T, T = 1, T not a multiple of the tile, odd heads",
+TEST_CASE("flash attention equals the materialized attention at odd T, T = 1, T not a multiple of the tile, odd heads",
           "[flash][layers]") {
     for (const Shape& sh : kOddShapes)
         for (float p : {0.0f, 0.2f}) {
             const auto qkv = randn<float>(sh.qkv(), 50 + sh.T, 1.5), dout = randn<float>(sh.out(), 51 + sh.T);
-            check_against_today(sh, qkv, dout, p);
+            check_against_materialized(sh, qkv, dout, p);
         }
 }
 
-TEST_CASE("flash attention equals today's attention after rope and QK-norm", "[flash][layers][rope][preset_shapes]") {
+TEST_CASE("flash attention equals the materialized attention after rope and QK-norm",
+          "[flash][layers][rope][preset_shapes]") {
     for (const Shape& sh : {Shape{4, 64, 128, 4}, Shape{2, 256, 384, 6}, Shape{2, 37, 48, 2}})
         for (bool qk_norm : {false, true}) {
             auto qkv = randn<float>(sh.qkv(), 60 + sh.T, 1.5);
@@ -365,7 +366,7 @@ TEST_CASE("flash attention equals today's attention after rope and QK-norm", "[f
             rope_forward(qkv.data(), cos.data(), sin.data(), sh.B, sh.T, sh.C, sh.NH);
             if (qk_norm) qknorm_forward(qkv.data(), rstd.data(), sh.B, sh.T, sh.C, sh.NH);
             INFO("rope" << (qk_norm ? " and QK-norm" : ""));
-            check_against_today(sh, qkv, dout, 0.2f);
+            check_against_materialized(sh, qkv, dout, 0.2f);
         }
 }
 
