@@ -22,7 +22,7 @@
 // dq and dk (the twin scales each term). The diagonal tile's products skip whole vectors and rows of
 // the masked triangle (every masked entry of P̃ and dS is an exact 0, so only zeros are skipped).
 //
-// The products (flash_attention_kernels.cpp): c (rows × N) (=, +=) a (rows × K) · b (K × N), b's rows
+// The products (flash_tile_products-inl.h): c (rows × N) (=, +=) a (rows × K) · b (K × N), b's rows
 // contiguous, kMR rows of c in registers, four vectors of columns, a read one number at a time and
 // broadcast; so every product's right operand has its columns contiguous: k and v transposed for the
 // scores and dP (tile by tile), and v, dout, q, k as rows, read where they lie in the layer's tensors

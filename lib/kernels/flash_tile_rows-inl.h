@@ -1,0 +1,278 @@
+// flash_tile_rows-inl.h — the flash layer's passes over rows (flash_attention_kernels.cpp): laying
+// the operands out (transposed tile by tile, padded, rounded to bf16, in pairs), one row of a tile
+// (its max, exp, the softmax's gradient), prefetching a head's rows and writing the results.
+// Included inside a kernel file's per-target code; the guard lets foreach_target.h include it once
+// per target.
+#if defined(HANDGRAD_KERNELS_FLASH_TILE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef HANDGRAD_KERNELS_FLASH_TILE_ROWS_INL_H_
+#undef HANDGRAD_KERNELS_FLASH_TILE_ROWS_INL_H_
+#else
+#define HANDGRAD_KERNELS_FLASH_TILE_ROWS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+#include <hwy/cache_control.h>  // hwy::Prefetch
+#include <hwy/contrib/math/math-inl.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "lib/kernels/bf16-inl.h"
+#include "lib/kernels/flash_attention_kernels.h"
+#include "lib/kernels/flash_space.h"
+#include "lib/kernels/flash_tile_products-inl.h"  // D, V
+
+HWY_BEFORE_NAMESPACE();
+namespace hg::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using namespace hg::flash_space;
+
+// ---- laying the operands out --------------------------------------------------------------------
+// v, or v rounded to bf16 and widened back (exact) when `round`.
+HWY_INLINE V MaybeRounded(V v, bool round) {
+    return round ? hn::BitCast(D(), hn::ShiftLeft<16>(Bf16Bits(D(), v))) : v;
+}
+inline float MaybeRounded(float x, bool round) { return round ? bf16_to_float(bf16_from_float(x)) : x; }
+
+// src (rows, cols), row stride lds, transposed into tiles: the transpose of rows [j·kTile, (j+1)·kTile)
+// is block j of dst, (cols, kTile) with row stride kTile, at dst + j·cols·kTile; zero past rows, up to
+// rows_pad (a whole number of tiles). A key tile of kᵀ or vᵀ is then one contiguous block: with a row
+// stride of Tp instead, its rows 4 KiB apart (T 1024) would share a few sets of L1 and evict each
+// other. A vector of a block's row gathers column j of a vector's worth of src's rows. E: float
+// (rounded to bf16 when `round`), or uint32_t (bf16 pairs, moved whole).
+template <typename E>
+void TransposeTiles(E* dst, const E* src, size_t lds, int rows, int cols, int rows_pad, bool round = false) {
+    const hn::Rebind<E, D> de;
+    const hn::RebindToSigned<decltype(de)> di;
+    const int L = int(hn::Lanes(de));  // divides kTile
+    const auto at = hn::Mul(hn::Iota(di, 0), hn::Set(di, int32_t(lds)));  // lds·3·T fits an int32 (the layer's size)
+    auto out = [&](int j, int r) { return dst + size_t(r / kTile) * cols * kTile + size_t(j) * kTile + r % kTile; };
+    int r = 0;
+    for (; r + L <= rows; r += L)
+        for (int j = 0; j < cols; j++) {
+            const auto g = hn::GatherIndex(de, src + size_t(r) * lds + j, at);
+            if constexpr (std::is_same_v<E, float>)
+                hn::StoreU(MaybeRounded(g, round), de, out(j, r));
+            else
+                hn::StoreU(g, de, out(j, r));
+        }
+    for (; r < rows; r++)
+        for (int j = 0; j < cols; j++) {
+            const E x = src[size_t(r) * lds + j];
+            if constexpr (std::is_same_v<E, float>)
+                *out(j, r) = MaybeRounded(x, round);
+            else
+                *out(j, r) = x;
+        }
+    for (; r < rows_pad; r++)
+        for (int j = 0; j < cols; j++) *out(j, r) = E(0);
+}
+
+// dst (rows_pad, ldd) = src (rows, cols), row stride lds, rounded to bf16 when `round`; zero past cols
+// and rows.
+void CopyPadded(float* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad, bool round) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    for (int r = 0; r < rows_pad; r++) {
+        float* row = dst + size_t(r) * ldd;
+        const float* in = src + size_t(r) * lds;
+        const int n = r < rows ? cols : 0;
+        int j = 0;
+        for (; j + L <= n; j += L) hn::StoreU(MaybeRounded(hn::LoadU(d, in + j), round), d, row + j);
+        for (; j < n; j++) row[j] = MaybeRounded(in[j], round);
+        std::fill(row + n, row + ldd, 0.0f);
+    }
+}
+
+inline uint32_t Pair(float even, float odd) {
+    return uint32_t(bf16_from_float(even)) | uint32_t(bf16_from_float(odd)) << 16;
+}
+
+// dst (rows_pad, ldd pairs): row r = src's row r rounded to bf16, in pairs along it (numbers 2k and
+// 2k + 1 in pair k), zero past cols and rows.
+void RoundRows(uint32_t* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const int vec = L % 2 ? 0 : cols / L * L;  // whole vectors, an even count of numbers
+    for (int r = 0; r < rows_pad; r++) {
+        uint32_t* out = dst + size_t(r) * ldd;
+        const float* in = src + size_t(r) * lds;
+        const int n = r < rows ? cols : 0;
+        int j = 0;
+        if (n)
+            for (; j < vec; j += L) StoreBf16(d, hn::LoadU(d, in + j), reinterpret_cast<bf16*>(out) + j);
+        for (; j < 2 * int(ldd); j += 2) out[j / 2] = Pair(j < n ? in[j] : 0.0f, j + 1 < n ? in[j + 1] : 0.0f);
+    }
+}
+
+// dst (rows_pad / 2, ldd) = src (rows, cols) rounded to bf16 in pairs along its columns: pair (p, j)
+// holds rows 2p and 2p + 1 of column j; zero past cols and rows.
+void RoundPairsOfRows(uint32_t* dst, size_t ldd, const float* src, size_t lds, int rows, int cols, int rows_pad) {
+    const D d;
+    const DU du;
+    const int L = int(hn::Lanes(d));
+    for (int p = 0; p < rows_pad / 2; p++) {
+        uint32_t* out = dst + size_t(p) * ldd;
+        const int r = 2 * p;
+        const float* even = src + size_t(r) * lds;
+        const float* odd = r + 1 < rows ? even + lds : nullptr;
+        const int n = r < rows ? cols : 0;
+        int j = 0;
+        for (; j + L <= n; j += L) {
+            const VU lo = Bf16Bits(d, hn::LoadU(d, even + j));
+            const VU hi = odd ? Bf16Bits(d, hn::LoadU(d, odd + j)) : hn::Zero(du);
+            hn::StoreU(hn::Or(lo, hn::ShiftLeft<16>(hi)), du, out + j);
+        }
+        for (; j < int(ldd); j++) out[j] = j < n ? Pair(even[j], odd ? odd[j] : 0.0f) : 0u;
+    }
+}
+
+// ---- one row of a tile ----------------------------------------------------------------------------
+// max_{j < n} x_j·scale (n ≥ 1).
+float ScaledMax(const float* x, int n, float scale) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const V vs = hn::Set(d, scale), lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+    V mx = lowest;
+    for (int j = 0; j < n; j += L)
+        mx = hn::Max(mx, hn::IfThenElse(hn::FirstN(d, size_t(n - j)), hn::Mul(hn::LoadU(d, x + j), vs), lowest));
+    return hn::GetLane(hn::MaxOfLanes(d, mx));
+}
+
+// p_j = exp(x_j·scale - shift) for j < n, 0 for n ≤ j < width (width a whole number of vectors);
+// returns Σ_j p_j. p may alias x.
+float ExpRow(float* p, const float* x, int n, int width, float scale, float shift) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const V vs = hn::Set(d, scale), vshift = hn::Set(d, shift);
+    V sum = hn::Zero(d);
+    int j = 0;
+    for (; j < n; j += L) {
+        const V e = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, x + j), vs), vshift));
+        const V kept = hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), e);
+        sum = hn::Add(sum, kept);
+        hn::StoreU(kept, d, p + j);
+    }
+    for (; j < width; j += L) hn::StoreU(hn::Zero(d), d, p + j);
+    return hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
+// ds_j = scale·p_j·(da_j - Dt) for j < n, 0 for n ≤ j < width. ds may alias da.
+void GradRow(float* ds, const float* p, const float* da, int n, int width, float Dt, float scale) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    const V vD = hn::Set(d, Dt), vs = hn::Set(d, scale);
+    int j = 0;
+    for (; j < n; j += L) {
+        const V g = hn::Mul(hn::Mul(hn::LoadU(d, p + j), vs), hn::Sub(hn::LoadU(d, da + j), vD));
+        hn::StoreU(hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), g), d, ds + j);
+    }
+    for (; j < width; j += L) hn::StoreU(hn::Zero(d), d, ds + j);
+}
+
+// x_j *= s for j < n (n a whole number of vectors).
+void ScaleRow(float* x, int n, float s) {
+    const D d;
+    const V vs = hn::Set(d, s);
+    for (int j = 0; j < n; j += int(hn::Lanes(d))) hn::StoreU(hn::Mul(hn::LoadU(d, x + j), vs), d, x + j);
+}
+
+// x_j /= s for j < n (n a whole number of vectors).
+void DivideRow(float* x, int n, float s) {
+    const D d;
+    const V vs = hn::Set(d, s);
+    for (int j = 0; j < n; j += int(hn::Lanes(d))) hn::StoreU(hn::Div(hn::LoadU(d, x + j), vs), d, x + j);
+}
+
+// Σ_j a_j·b_j over n numbers (lanes, then a scalar tail).
+float DotRow(const float* a, const float* b, int n) {
+    const D d;
+    const int L = int(hn::Lanes(d));
+    V acc = hn::Zero(d);
+    int j = 0;
+    for (; j + L <= n; j += L) acc = hn::MulAdd(hn::LoadU(d, a + j), hn::LoadU(d, b + j), acc);
+    float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; j < n; j++) sum += a[j] * b[j];
+    return sum;
+}
+
+// Asks for rows (rows × cols numbers, row stride ld) to come into the cache. The layer's tensors
+// hold a head's rows 3C or C numbers apart, each row in another page, where the hardware's own
+// prefetching does not follow: without this every line of out and dqkv written, and of the next
+// head's q, k, v read, waits for memory in turn.
+void PrefetchRows(const float* p, size_t ld, int rows, int cols) {
+    constexpr int kLine = 64 / sizeof(float);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j += kLine) hwy::Prefetch(p + size_t(r) * ld + j);
+}
+
+// The rows [r0, r1) of the head's inputs a block or tile is about to read, asked for ahead: q, k, v;
+// with `backward`, out and dout too.
+void PrefetchInputs(const FlashHead& hd, bool backward, int r0, int r1) {
+    r1 = std::min(r1, hd.T);
+    if (r0 >= r1) return;
+    for (const float* m : {hd.q, hd.k, hd.v}) PrefetchRows(m + size_t(r0) * hd.ld, hd.ld, r1 - r0, hd.hs);
+    if (backward)
+        for (const float* m : {hd.out, hd.dout}) PrefetchRows(m + size_t(r0) * hd.ldo, hd.ldo, r1 - r0, hd.hs);
+}
+
+// Rows of a sum in working space (row stride lds) into the layer's tensor (row stride ldd), and its
+// bf16 copy when there is one.
+void WriteRows(float* dst, bf16* dst16, size_t ldd, const float* src, size_t lds, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        std::memcpy(dst + size_t(r) * ldd, src + size_t(r) * lds, sizeof(float) * size_t(cols));
+        if (dst16) bf16_round(dst16 + size_t(r) * ldd, src + size_t(r) * lds, size_t(cols));
+    }
+}
+
+// A product's operand: rows of numbers (float or bf16 pairs), row r at p + r·ld.
+template <typename E>
+struct Rows {
+    const E* p;
+    size_t ld;
+    const E* at(int r) const { return p + size_t(r) * ld; }
+};
+
+// x_j = x_j rounded to bf16 and widened back (exact) for j < n.
+void RoundInPlace(float* x, size_t n) {
+    const D d;
+    const size_t L = hn::Lanes(d);
+    size_t j = 0;
+    for (; j + L <= n; j += L) hn::StoreU(MaybeRounded(hn::LoadU(d, x + j), true), d, x + j);
+    for (; j < n; j++) x[j] = MaybeRounded(x[j], true);
+}
+
+// Rows [r0, r1) of a float operand whose rows run along hs into `pad` (Tp, hsp): copied, zero past
+// hs (and, when r1 = T, past T up to Tp), and rounded to bf16 when `round`.
+void LayRows(float* pad, const float* src, size_t lds, int r0, int r1, int T, int hs, bool round) {
+    const int hsp = PadHs(hs), rows_pad = (r1 == T ? PadT(T) : r1) - r0;
+    CopyPadded(pad + size_t(r0) * hsp, size_t(hsp), src + size_t(r0) * lds, lds, r1 - r0, hs, rows_pad, round);
+}
+
+// The same rows in bf16: in pairs along hs (q16, do16) and in pairs of rows (q2, k2, v2, do2).
+void LayRowsInPairs(uint32_t* along_hs, uint32_t* of_rows, const float* src, size_t lds, int r0, int r1, int T,
+                    int hs) {
+    const int hsp = PadHs(hs), rows_pad = (r1 == T ? PadT(T) : r1) - r0;  // r0 even: a whole tile
+    const float* rows = src + size_t(r0) * lds;
+    if (along_hs) RoundRows(along_hs + size_t(r0) * hsp / 2, size_t(hsp) / 2, rows, lds, r1 - r0, hs, rows_pad);
+    if (of_rows) RoundPairsOfRows(of_rows + size_t(r0 / 2) * hsp, size_t(hsp), rows, lds, r1 - r0, hs, rows_pad);
+}
+
+// The key tile of k or v at rows [s0, s1) transposed into the block `dst` ((hs, tile) floats, or
+// (hsp/2, tile) bf16 pairs through k16), rounded to bf16 when `round`.
+template <typename E>
+void LayTile(E* dst, uint32_t* k16, const float* src, size_t lds, int s0, int s1, int hs, bool round) {
+    if constexpr (std::is_same_v<E, float>) {
+        TransposeTiles(dst, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile, round);
+    } else {
+        RoundRows(k16, size_t(PadHs(hs)) / 2, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
+        TransposeTiles(dst, k16, size_t(PadHs(hs)) / 2, kTile, (hs + 1) / 2, kTile);
+    }
+}
+
+}  // namespace hg::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
