@@ -76,6 +76,14 @@ GPTConfig modern(GPTConfig c) {
     return c;
 }
 
+// 3000 token ids below tiny_config's vocabulary of 11, from seed `seed`: a run's training text.
+std::vector<int> random_ids(uint64_t seed) {
+    std::vector<int> ids(3000);
+    Rng rng(seed);
+    for (int& t : ids) t = int(rng.below(11));
+    return ids;
+}
+
 }  // namespace
 
 TEST_CASE("flash and materialized attention: the model's loss and gradients agree within float tolerance",
@@ -170,9 +178,7 @@ TEST_CASE("recompute: the gradients are the same bits as keeping everything", "[
 }
 
 TEST_CASE("recompute: a training run with batch threads and accumulation ends on the same bits", "[recompute][train]") {
-    std::vector<int> ids(3000);
-    Rng rng(8);
-    for (int& t : ids) t = int(rng.below(11));
+    const std::vector<int> ids = random_ids(8);
     const GPTConfig c = tiny_config();
     TrainConfig tc;
     tc.batch_size = 4, tc.batch_threads = 2, tc.gradient_accumulation_steps = 2, tc.max_iters = 3;
@@ -252,9 +258,7 @@ TEST_CASE("flash attention in the model: the same bits run after run", "[flash][
 }
 
 TEST_CASE("checkpoints do not depend on the attention: either resumes the other's", "[flash][checkpoint][resume]") {
-    std::vector<int> ids(3000);
-    Rng rng(9);
-    for (int& t : ids) t = int(rng.below(11));
+    const std::vector<int> ids = random_ids(9);
     const GPTConfig c = tiny_config();
     TrainConfig tc;
     tc.batch_size = 4, tc.max_iters = 6, tc.batch_threads = 1;
