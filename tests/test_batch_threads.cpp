@@ -172,29 +172,83 @@ TEST_CASE("auto: untimed with nothing to choose, else the fastest backend and ba
     }
 }
 
-TEST_CASE("the step's work: the products of a deep model carried from one and two blocks, the rest timed",
-          "[batch_threads][matmul]") {
+// The calls of `t`'s whole step, recorded at its own batch: what training_step_work must give.
+static std::vector<MatmulCall> whole_step_calls(const Tiny& t) {
+    return record_matmuls([&] {
+        Trainer tr;
+        tr.start(t.c, t.tc, t.tok.vocab, t.ids, t.ids);
+        tr.step();
+    });
+}
+
+static void check_same_calls(const std::vector<MatmulCall>& got, const std::vector<MatmulCall>& whole) {
+    REQUIRE(got.size() == whole.size());
+    for (const MatmulCall& w : whole) {
+        const auto it = std::find_if(got.begin(), got.end(), [&](const MatmulCall& m) { return m.same_call(w); });
+        REQUIRE(it != got.end());
+        CHECK(it->count == w.count);
+    }
+}
+
+TEST_CASE("the step's work: the products of a deep model at the run's batch, from one and two blocks at a few "
+          "sequences; the rest timed", "[batch_threads][matmul]") {
     Tiny t;
     t.c.n_layer = 4, t.c.dropout = 0.1f;
-    for (int R : {1, 2}) {
-        INFO("batch threads " << R);
-        t.tc.batch_threads = R;
-        const ModelWork work = training_step_work(t.c, t.tc, t.ids);
-        CHECK(work.other_ms > 0);
-        const std::vector<MatmulCall> whole = record_matmuls([&] {
-            Trainer tr;
-            tr.start(t.c, t.tc, t.tok.vocab, t.ids, t.ids);
-            tr.step();
-        });
-        REQUIRE(work.calls.size() == whole.size());
-        for (const MatmulCall& w : whole) {
-            const auto it = std::find_if(work.calls.begin(), work.calls.end(),
-                                         [&](const MatmulCall& m) { return m.same_call(w); });
-            REQUIRE(it != work.calls.end());
-            CHECK(it->count == w.count);
-            CHECK(it->team == (R > 1 ? R : it->team));  // inside the replicas: R side by side
-        }
-    }
+    t.tc.batch_size = 8;
+    for (AttentionKind attention : {AttentionKind::Flash, AttentionKind::Materialized})
+        for (OptimizerKind optimizer : {OptimizerKind::AdamW, OptimizerKind::Muon})
+            for (int R : {1, 2})
+                for (int b : {0, 1, 2, 3}) {  // 0: as many as the memory allows (here the whole batch)
+                    INFO(to_string(attention) << ", " << to_string(optimizer) << ", batch threads " << R
+                                              << ", timed on " << b << " sequences a replica");
+                    t.tc.batch_threads = R, t.tc.activations.attention = attention, t.tc.optimizer = optimizer;
+                    const ModelWork work = training_step_work(t.c, t.tc, t.ids, b);
+                    CHECK(work.other_ms > 0);
+                    const std::vector<MatmulCall> whole = whole_step_calls(t);
+                    check_same_calls(work.calls, whole);
+                    for (const MatmulCall& m : work.calls)
+                        CHECK(m.team == (R > 1 && m.nested() ? R : m.team));  // inside the replicas: R side by side
+                }
+}
+
+TEST_CASE("calls grown to the run's batch: the sizes and counts that double with the batch grow, the rest stay; "
+          "calls that pair up two ways are refused", "[batch_threads][matmul]") {
+    Tiny t;
+    t.c.n_embd = 24, t.c.n_layer = 1;  // rows at one sequence (16) are no size of the model's own
+    t.tc.batch_threads = 1;
+    const auto recorded = [&](int batch) {
+        Tiny s = t;
+        s.tc.batch_size = batch;
+        return whole_step_calls(s);
+    };
+    const std::vector<MatmulCall> one = recorded(1), two = recorded(2);
+    const std::optional<std::vector<MatmulCall>> grown = calls_at_batch(one, one, two, 1, 6);
+    REQUIRE(grown);
+    check_same_calls(*grown, recorded(6));
+    // At b = 2 as well (every size that grows is a multiple of 2 sequences' rows).
+    const std::optional<std::vector<MatmulCall>> from_two = calls_at_batch(two, two, recorded(4), 2, 6);
+    REQUIRE(from_two);
+    check_same_calls(*from_two, recorded(6));
+
+    // Planted: a call that is two at 2b but one at b (they coincide at b), and a call that pairs
+    // with two calls at 2b.
+    const MatmulCall x{MatmulForm::NT, 16, 24, 24, 24, 24, 24, 0.0f, 1, 1};
+    MatmulCall y = x, y2 = x;
+    y.M = 32, y2.N = 48;  // at 2b: x's rows doubled, and a call whose columns doubled
+    MatmulCall z = x;
+    z.K = 8;
+    CHECK_FALSE(calls_at_batch({x}, {x, z}, {y, y2}, 1, 4));  // which is x at 2b?
+    MatmulCall w = x;
+    w.M = 32;  // at b, a call that is x at 2b as well: two calls at b, one at 2b
+    CHECK_FALSE(calls_at_batch({x}, {x, w}, {y, z}, 1, 4));
+    CHECK_FALSE(calls_at_batch({x}, {x}, {x, y}, 1, 4));   // not one to one
+    MatmulCall odd = x;
+    odd.M = 33;  // neither the same nor doubled
+    CHECK_FALSE(calls_at_batch({x}, {x}, {odd}, 1, 4));
+    CHECK_FALSE(calls_at_batch({z}, {x}, {y}, 1, 4));  // a call not among the recorded ones
+    const std::optional<std::vector<MatmulCall>> fine = calls_at_batch({x}, {x}, {y}, 1, 4);
+    REQUIRE(fine);
+    CHECK((fine->at(0).M == 64 && fine->at(0).N == 24 && fine->at(0).count == 1));
 }
 
 TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bit for bit; a second run takes it "

@@ -391,7 +391,7 @@ TEST_CASE("timing products: one time per backend asked for, and the backend in u
     CHECK(matmul_current() == all.front());
 }
 
-TEST_CASE("a long product is timed cut short along its longest dimension, and scaled back up", "[matmul]") {
+TEST_CASE("a long product is timed cut short in each dimension, and scaled back up", "[matmul]") {
     // The baby GPT's c_attn forward, its weight gradient, GPT-2 small's lm_head, attention's q·kᵀ.
     const MatmulCall fwd{MatmulForm::NT, 16384, 1152, 384, 384, 384, 1152, 0.0f, 1, 6};
     const MatmulCall dW{MatmulForm::TN, 1152, 384, 16384, 1152, 384, 384, 1.0f, 1, 6};
@@ -403,31 +403,25 @@ TEST_CASE("a long product is timed cut short along its longest dimension, and sc
             INFO(threads << " threads, " << to_string(m.form) << " " << m.M << " " << m.N << " " << m.K);
             double scale = 0;
             const MatmulCall s = shortened_call(m, threads, &scale);
-            // The same call but for one dimension, its strides, beta and team kept.
+            // The same call but for its sizes, its strides, beta and team kept.
             CHECK(s.form == m.form);
             CHECK((s.lda == m.lda && s.ldb == m.ldb && s.ldc == m.ldc && s.beta == m.beta && s.team == m.team));
-            CHECK(int(s.M != m.M) + int(s.N != m.N) + int(s.K != m.K) <= 1);
             // Its time scaled up is the whole call's work, none lost to rounding.
             CHECK(scale * double(s.M) * s.N * s.K == Approx(double(m.M) * m.N * m.K));
             CHECK(scale >= 1);
-            // Inside a parallel region: cut to 512. Outside: to 512 a thread, not below the next
-            // longest, so that it splits over the threads as the whole one does.
-            const int longest = std::max({m.M, m.N, m.K});
-            const int next = longest == m.M   ? std::max(m.N, m.K)
-                             : longest == m.N ? std::max(m.M, m.K)
-                                              : std::max(m.M, m.N);
-            const int cut = longest == m.M ? s.M : longest == m.N ? s.N : s.K;
-            CHECK(cut == std::min(longest, m.nested() ? 512 : std::max(512 * threads, next)));
-            if (!m.nested()) CHECK((s.M >= s.N) == (m.M >= m.N));
+            // Each size cut to 512 inside a parallel region, to 512·⌈√threads⌉ outside, never below.
+            const int cut = m.nested() ? 512 : 512 * int(std::ceil(std::sqrt(double(threads))));
+            CHECK(shortened_size(m, threads) == cut);
+            CHECK((s.M == std::min(m.M, cut) && s.N == std::min(m.N, cut) && s.K == std::min(m.K, cut)));
         }
     double scale = 0;
-    CHECK(shortened_call(fwd, 2, &scale).M == 1152);  // cut to the next longest, N
-    CHECK(scale == Approx(16384.0 / 1152));
-    CHECK(shortened_call(head, 2, &scale).N == 1024);
+    const MatmulCall f = shortened_call(fwd, 2, &scale);  // 2 threads: 1024
+    CHECK((f.M == 1024 && f.N == 1024 && f.K == fwd.K));
+    CHECK(scale == Approx(16384.0 / 1024 * fwd.N / 1024));
     CHECK(shortened_call(qk, 128, &scale).M == 256);  // nothing to cut
     CHECK(scale == 1);
     CHECK(shortened_call(replica_fwd, 2, &scale).M == 512);
-    CHECK(scale == 16);
+    CHECK(scale == Approx(8192.0 / 512 * 1152 / 512));  // N cut too
 }
 
 TEST_CASE("the remembered choice's key changes with everything the times depend on", "[matmul][batch_threads]") {

@@ -53,6 +53,13 @@ struct Tensor {
     size_t numel() const { return shape.numel(); }
 };
 
+// Asks the kernel to map [p, p + bytes) in huge pages where it can (2 MiB on x86-64 and most
+// ARM64 kernels, instead of 4 KiB): a first touch then faults once per huge page, not 512
+// times, and the TLB covers the arena with fewer entries. Only advice: a kernel without
+// transparent huge pages, or with them off, maps small pages as before. Blocks under 4 MiB are
+// left alone (glibc serves them from its heap, shared with other allocations).
+void ask_for_huge_pages(void* p, size_t bytes);
+
 // One zeroed, 64-byte-aligned allocation of n numbers (64 bytes: an AVX-512 vector, a cache line).
 // calloc, not malloc and memset: a large block comes fresh from the kernel, already zero, and
 // its pages are mapped when first touched rather than all at once here, so building a model
@@ -77,6 +84,7 @@ public:
         data_.reset(static_cast<real*>(base));
         aligned_ = reinterpret_cast<real*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
         size_ = n;
+        ask_for_huge_pages(base, bytes + 64);
     }
     void zero() { std::memset(aligned_, 0, size_ * sizeof(real)); }
     real* data() const { return aligned_; }

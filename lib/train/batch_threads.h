@@ -17,8 +17,9 @@
 //     summed (the same with its products not computed)
 //
 // (the optimizer's own loops, the same for every pair, are left out of the estimate)
-// and the fastest pair is taken. Both parts are measured on models of one and two blocks,
-// carried to n_layer, so a deep model's start-up runs small models (docs/performance.md says
+// and the fastest pair is taken. Both parts are measured on models of one and two blocks
+// running a few sequences a replica, carried to n_layer and to the run's batch
+// (training_step_work), so a deep model's start-up runs small models (docs/performance.md says
 // what it costs). The answer is remembered (startup_choice.h), so the next run with the same
 // shapes times nothing; a flag that gives the backend or R, or a resumed checkpoint that
 // records them, leaves only the other to choose, or nothing.

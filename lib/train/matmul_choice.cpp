@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "lib/core/errors.h"
 #include "lib/core/tensor.h"
 #include "lib/model/gpt.h"
+#include "lib/model/memory_check.h"
 #include "lib/train/startup_cache.h"
 #include "lib/train/startup_choice.h"
 #include "lib/train/trainer.h"
@@ -51,9 +53,21 @@ static ModelWork recorded_work(const std::function<void()>& work) {
     return w;
 }
 
-// The work of a model of n_layer blocks, from `run` on models of one and of two blocks (run(c):
-// c with its n_layer set): each block adds what the second added. (A time that the second
-// block seems to lower, as noise can, adds nothing.)
+// The work of a model of n_layer blocks from the work of models of one and of two blocks: each
+// block adds what the second added. (A time that the second block seems to lower, as noise
+// can, adds nothing.)
+static ModelWork carried(const ModelWork& one, ModelWork two, int n_layer) {
+    for (MatmulCall& c : two.calls) {
+        long c1 = 0;
+        for (const MatmulCall& o : one.calls)
+            if (o.same_call(c)) c1 = o.count;
+        c.count = std::lround(carry_to_depth(double(c1), double(c.count), n_layer));
+    }
+    two.other_ms = carry_to_depth(one.other_ms, std::max(one.other_ms, two.other_ms), n_layer);
+    return two;
+}
+
+// The same, with `run` giving the work of `config` at another depth (run(c): c with its n_layer set).
 static ModelWork by_depth(const GPTConfig& config, const std::function<ModelWork(const GPTConfig&)>& run) {
     const auto at_depth = [&](int L) {
         GPTConfig c = config;
@@ -61,32 +75,120 @@ static ModelWork by_depth(const GPTConfig& config, const std::function<ModelWork
         return run(c);
     };
     if (config.n_layer <= 2) return at_depth(config.n_layer);
-    const ModelWork one = at_depth(1);
-    ModelWork two = at_depth(2);
-    for (MatmulCall& c : two.calls) {
-        long c1 = 0;
-        for (const MatmulCall& o : one.calls)
-            if (o.same_call(c)) c1 = o.count;
-        c.count = std::lround(carry_to_depth(double(c1), double(c.count), config.n_layer));
-    }
-    two.other_ms = carry_to_depth(one.other_ms, std::max(one.other_ms, two.other_ms), config.n_layer);
-    return two;
+    return carried(at_depth(1), at_depth(2), config.n_layer);
 }
 
-ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids) {
-    return by_depth(config, [&](const GPTConfig& c) {
-        TrainConfig t = train;
-        t.gradient_accumulation_steps = 1, t.time_budget = 0;
-        Trainer trainer;  // one process: only its own products are recorded
-        trainer.start_uninitialised(c, t, ids, ids);
-        // A whole step, untimed (the arenas' pages are touched first), records the products;
-        // then the forward and backward alone are timed: the optimizer's own loops come after
-        // the replicas' gradients are summed, the same whatever the batch threads and backend.
-        ModelWork w;
-        w.calls = record_matmuls([&] { trainer.step(); }, /*compute=*/false);
-        w.other_ms = recorded_work([&] { trainer.accumulate_gradient(); }).other_ms;
-        return w;
-    });
+// The timing models' activations stay within this (the model of two blocks, all its replicas).
+static constexpr double kTimingBytes = 64.0 * (1 << 20);
+
+// How many sequences each replica runs in the timing models: the most, doubling from one, whose
+// activations fit in kTimingBytes, and no more than the run's own.
+static int timing_sequences(const GPTConfig& config, const TrainConfig& train, int replicas, int run_sequences) {
+    GPTConfig two = config;
+    two.n_layer = std::min(config.n_layer, 2);
+    const auto bytes = [&](int b) {
+        return double(replicas) * sizeof(float) *
+               double(gpt_activation_floats(two, b, config.block_size, train.activations));
+    };
+    int b = 1;
+    while (2 * b <= run_sequences && bytes(2 * b) <= kTimingBytes) b *= 2;
+    return b;
+}
+
+// One model's step at `sequences` a replica: its products recorded, not computed, and, when
+// `timed`, the ms of its forward and backward (the replicas' gradients summed) without them.
+static ModelWork step_work(const GPTConfig& c, const TrainConfig& train, int sequences, const TokenView& ids,
+                           bool timed) {
+    TrainConfig t = train;
+    t.batch_size = sequences * std::max(1, train.batch_threads);
+    t.gradient_accumulation_steps = 1, t.time_budget = 0;
+    Trainer trainer;  // one process: only its own products are recorded
+    trainer.start_uninitialised(c, t, ids, ids);
+    // AdamW's update is elementwise and makes no products, so with AdamW the forward and
+    // backward are all there is to record, and the moments' pages are never touched; Muon's
+    // step makes products of its own, recorded with the whole step.
+    ModelWork w;
+    w.calls = record_matmuls([&] { t.optimizer == OptimizerKind::AdamW ? void(trainer.accumulate_gradient())
+                                                                       : void(trainer.step()); },
+                             /*compute=*/false);
+    // Timed after that first pass (the arenas' pages are touched by then), without the
+    // optimizer's own loops: they come after the replicas' gradients are summed, the same
+    // whatever the batch threads and backend.
+    if (timed) w.other_ms = recorded_work([&] { trainer.accumulate_gradient(); }).other_ms;
+    return w;
+}
+
+// Whether `small` (a call at b sequences a replica) and `twice` (at 2b) are one call of the
+// model: the same in everything but sizes and a count that double with the batch.
+static bool same_but_batch(const MatmulCall& small, const MatmulCall& twice) {
+    const auto pair = [](long x, long y) { return y == x || y == 2 * x; };
+    return small.form == twice.form && small.beta == twice.beta && small.team == twice.team &&
+           pair(small.M, twice.M) && pair(small.N, twice.N) && pair(small.K, twice.K) &&
+           pair(small.lda, twice.lda) && pair(small.ldb, twice.ldb) && pair(small.ldc, twice.ldc) &&
+           pair(small.count, twice.count);
+}
+
+std::optional<std::vector<MatmulCall>> calls_at_batch(std::vector<MatmulCall> calls,
+                                                      const std::vector<MatmulCall>& at_b,
+                                                      const std::vector<MatmulCall>& at_2b, int b, int sequences) {
+    // Pair every call at b with the one call at 2b it can be, each used once.
+    if (at_b.size() != at_2b.size()) return std::nullopt;
+    std::vector<size_t> partner(at_b.size());
+    std::vector<bool> taken(at_2b.size(), false);
+    for (size_t i = 0; i < at_b.size(); i++) {
+        int candidates = 0;
+        for (size_t k = 0; k < at_2b.size(); k++)
+            if (same_but_batch(at_b[i], at_2b[k])) candidates++, partner[i] = k;
+        if (candidates != 1 || taken[partner[i]]) return std::nullopt;  // which is which is unknown
+        taken[partner[i]] = true;
+    }
+    for (MatmulCall& c : calls) {
+        const auto small = std::find_if(at_b.begin(), at_b.end(), [&](const MatmulCall& m) { return m.same_call(c); });
+        if (small == at_b.end()) return std::nullopt;
+        const MatmulCall& twice = at_2b[partner[size_t(small - at_b.begin())]];
+        bool whole = true;  // every size and count that grows is a whole number of times b
+        const auto grow = [&](auto& x, long small_x, long twice_x) {
+            if (twice_x == small_x) return;
+            whole = whole && x % b == 0;
+            x = decltype(x + 0)(long(x) / b * sequences);
+        };
+        grow(c.M, small->M, twice.M), grow(c.N, small->N, twice.N), grow(c.K, small->K, twice.K);
+        grow(c.lda, small->lda, twice.lda), grow(c.ldb, small->ldb, twice.ldb), grow(c.ldc, small->ldc, twice.ldc);
+        grow(c.count, small->count, twice.count);
+        if (!whole) return std::nullopt;
+    }
+    return calls;
+}
+
+ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids,
+                             int timed_sequences) {
+    // The step is timed on a few sequences a replica, not the run's batch: everything besides
+    // the products works sequence by sequence, so its time grows in proportion to the
+    // sequences, and the memory a model of the run's batch would touch for the first time
+    // (seconds a GiB on some machines) is not touched at all. The products are the run's own:
+    // recorded at b and 2b sequences to see which of their sizes grow with the batch, and grown
+    // to the run's.
+    const int R = std::max(1, train.batch_threads), sequences = train.batch_size / R;
+    const int b = timed_sequences > 0 ? std::min(timed_sequences, sequences)
+                                      : timing_sequences(config, train, R, sequences);
+    const auto work = [&](int n_layer, int s, bool timed) {
+        GPTConfig c = config;
+        c.n_layer = n_layer;
+        return step_work(c, train, s, ids, timed);
+    };
+    const int L = config.n_layer;
+    const ModelWork one = work(1, b, /*timed=*/true);
+    ModelWork w = L == 1 ? one : L == 2 ? work(2, b, true) : carried(one, work(2, b, true), L);
+    w.other_ms *= double(sequences) / b;
+    if (b == sequences) return w;
+    std::optional<std::vector<MatmulCall>> grown = calls_at_batch(w.calls, one.calls, work(1, 2 * b, false).calls, b, sequences);
+    if (grown) {
+        w.calls = std::move(*grown);
+    } else {
+        const auto recorded = [&](int n_layer) { return work(n_layer, sequences, /*timed=*/false); };
+        w.calls = L <= 2 ? recorded(L).calls : carried(recorded(1), recorded(2), L).calls;
+    }
+    return w;
 }
 
 std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
@@ -122,13 +224,16 @@ std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backend
     return best;
 }
 
+int shortened_size(const MatmulCall& m, int threads) {
+    return m.nested() ? 512 : 512 * int(std::ceil(std::sqrt(double(std::max(1, threads)))));
+}
+
 MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale) {
+    const int cut = shortened_size(m, threads);
     MatmulCall s = m;
-    int* dims[3] = {&s.M, &s.N, &s.K};
-    std::stable_sort(dims, dims + 3, [](const int* a, const int* b) { return *a > *b; });
-    const int to = m.nested() ? 512 : std::max(512 * std::max(1, threads), *dims[1]);
     *scale = 1;
-    if (*dims[0] > to) *scale = double(*dims[0]) / to, *dims[0] = to;
+    for (int* d : {&s.M, &s.N, &s.K})
+        if (*d > cut) *scale *= double(*d) / cut, *d = cut;
     return s;
 }
 

@@ -3,15 +3,18 @@
 //
 // auto measures: it records the products the run's own model makes (every call with its form,
 // sizes, strides and beta, and how often), times each distinct call with each backend on this
-// machine and these threads, and takes the backend whose calls add up to less time. Three
+// machine and these threads, and takes the backend whose calls add up to less time. Four
 // things keep this to about a second on any model:
 //   - the recording runs the model's work without computing its products, on models of their
 //     own with one block and with two, each call's count carried to n_layer blocks (every block
 //     makes the same calls, so this is exact);
+//   - those models run a few sequences a replica, not the run's batch (training_step_work):
+//     the calls are recorded at b and 2b sequences, which shows which of their sizes and counts
+//     grow with the batch, and grown to the run's; what they touch of memory stays small;
 //   - each distinct call is timed once per backend and size, not once per use;
-//   - a long call is timed cut short along its longest dimension (shortened_call), to about 512
-//     rows a thread, and its time scaled back up: the backends block and split along that
-//     dimension, so past a few hundred rows a thread each row costs about what the last did.
+//   - a long call is timed cut short (shortened_call), each dimension to about 512 numbers per
+//     √thread, and its time scaled back up: past a few hundred rows, columns or terms the
+//     backends' blocks repeat, and each costs about what the last did.
 // The choice itself goes through startup_choice.h (remembered, the same on every rank). A
 // training run chooses its backend and its batch threads together (batch_threads.h); the apps
 // that only run forward passes choose the backend alone (choose_matmul).
@@ -74,10 +77,22 @@ struct ModelWork {
 };
 // One training micro-step of `config` with `train`'s batch and batch threads: the products of
 // a whole step (the optimizer's too), and the time of its forward and backward, the replicas'
-// gradients summed (Trainer::accumulate_gradient), timed after the untimed step that recorded
-// the products (the first touch of the arenas' pages, oneDNN's first calls). The optimizer's
-// own loops are left out: they are the same whatever the batch threads and the backend.
-ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids);
+// gradients summed (Trainer::accumulate_gradient). The time is taken on b sequences a replica,
+// as many as keep the two-block model's activations within 64 MiB, after an untimed pass (the
+// first touch of the arenas' pages, oneDNN's first calls), and scaled to the run's sequences:
+// the work besides the products is done sequence by sequence. The optimizer's own loops are
+// left out: they are the same whatever the batch threads and the backend.
+// `timed_sequences` > 0 sets b (for tests).
+ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids,
+                             int timed_sequences = 0);
+// The step of training_step_work: `calls`, recorded at b sequences a replica, at `sequences` a
+// replica. Every size and count of a call that doubled between `at_b` and `at_2b` (the same
+// model's calls at b and at 2b sequences) grows in proportion. Nothing when the two recordings
+// do not pair up one to one that way (two calls that coincide at one batch and not at the
+// other), or when a call of `calls` is not among them.
+std::optional<std::vector<MatmulCall>> calls_at_batch(std::vector<MatmulCall> calls,
+                                                      const std::vector<MatmulCall>& at_b,
+                                                      const std::vector<MatmulCall>& at_2b, int b, int sequences);
 std::vector<MatmulCall> training_step_matmuls(const GPTConfig& config, const TrainConfig& train,
                                               const TokenView& ids);
 // The calls of one forward pass of B rows of T tokens (no targets), recorded the same way.
@@ -90,10 +105,11 @@ std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
 // this ends.
 std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<double()>& run);
 
-// `m` cut short for timing: its longest dimension (M, N or K) down to 512 inside our parallel
-// regions (one thread), and outside them to 512 per thread but not below the next longest, so
-// that it splits over the threads as the whole call does. *scale is the factor its time is
-// multiplied by.
+// `m` cut short for timing: each of M, N and K down to shortened_size(m, threads), and *scale
+// the factor its time is multiplied by (the ratio of the multiply-adds). Inside our parallel
+// regions (one thread) the size is 512; outside them 512·⌈√threads⌉, so that the output still
+// has about 512 × 512 numbers a thread to split over the threads as the whole call's does.
+int shortened_size(const MatmulCall& m, int threads);
 MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale);
 
 // The time in ms `calls` take with each of `backends` on `threads` threads: each distinct call
