@@ -7,8 +7,11 @@
 #include <cstring>
 #include <vector>
 
+#include <omp.h>
+
 #include "lib/data/dataset.h"
 #include "lib/model/count.h"
+#include "lib/core/rng.h"
 #include "lib/model/gpt.h"
 #include "lib/text/char_tokenizer.h"
 #include "lib/text/text_file.h"
@@ -152,6 +155,38 @@ TEST_CASE("initial loss: gpt2 init gives ln V; PyTorch's defaults sit above it",
     INFO("gpt2 init " << loss_gpt2 << ", pytorch init " << loss_pt);
     CHECK(loss_pt > lnV + 0.05);
     CHECK(loss_pt < 4.6);
+}
+
+TEST_CASE("init: the weights of one pass over the seed's stream, on any number of threads", "[model][init]") {
+    GPTConfig c = preset("course");
+    c.init = InitScheme::GPT2, c.n_layer = 2, c.n_embd = 128, c.n_head = 4, c.vocab_size = 1000;  // wte: 128,000 numbers, pieces of 65,536
+    const auto weights = [&](int threads) {
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        GPT<float> m;
+        gpt_build(m, c, 1, c.block_size);
+        gpt_init(m, 42);
+        omp_set_num_threads(before);
+        return std::vector<float>(m.params_memory.data(), m.params_memory.data() + m.num_parameters);
+    };
+    const std::vector<float> one = weights(1);
+    CHECK(weights(2) == one);
+    CHECK(weights(5) == one);
+    // The first tensor is the token embedding, N(0, 0.02): the stream's first draws, in order.
+    GPT<float> m;
+    gpt_build(m, c, 1, c.block_size);
+    const TensorSpec& first = m.table.front();
+    REQUIRE(first.role == Role::Embedding);
+    REQUIRE(first.offset == 0);
+    Rng rng(42);
+    size_t differ = 0;
+    for (size_t i = 0; i < first.shape.numel(); i++) differ += one[i] != float(0.02 * rng.normal());
+    CHECK(differ == 0);
+    // and the position embedding, N(0, 0.02) too, goes on from where wte's draws end
+    const TensorSpec& second = m.table[1];
+    REQUIRE(second.role == Role::Embedding);
+    for (size_t i = 0; i < second.shape.numel(); i++) differ += one[second.offset + i] != float(0.02 * rng.normal());
+    CHECK(differ == 0);
 }
 
 TEST_CASE("bad configs are rejected with a clear message", "[model][errors]") {

@@ -11,6 +11,7 @@
 #include <omp.h>
 #endif
 
+#include "lib/core/parallel.h"
 #include "lib/core/rng.h"
 #include "lib/layers/attention.h"
 #include "lib/layers/flash_attention.h"
@@ -303,12 +304,19 @@ void gpt_init(GPT<real>& m, uint64_t seed) {
         real* w = params + t.offset;
         const size_t n = t.shape.numel();
         auto constant = [&](double value) { std::fill(w, w + n, real(value)); };
-        auto normal = [&](double std) {
-            for (size_t i = 0; i < n; i++) w[i] = real(std * rng.normal());
+        // Value i of the tensor takes draws k·i … k·i + k − 1 of the stream (k = 2 for a normal,
+        // 1 for a uniform), so pieces of the tensor are filled side by side, each from a copy of
+        // the stream moved to its first draw: the values one pass would give, on any threads.
+        auto draw = [&](uint64_t k, auto value) {
+            for_pieces(n, size_t(1) << 16, 16, [&](size_t i0, size_t len) {
+                Rng r = rng;
+                r.discard(k * i0);
+                for (size_t i = i0; i < i0 + len; i++) w[i] = real(value(r));
+            });
+            rng.discard(k * n);
         };
-        auto uniform = [&](double bound) {  // U(-bound, bound)
-            for (size_t i = 0; i < n; i++) w[i] = real(bound * (2 * rng.uniform() - 1));
-        };
+        auto normal = [&](double std) { draw(2, [&](Rng& r) { return std * r.normal(); }); };
+        auto uniform = [&](double bound) { draw(1, [&](Rng& r) { return bound * (2 * r.uniform() - 1); }); };  // U(-bound, bound)
         const double pytorch_bound = 1.0 / std::sqrt(double(t.fan_in));
         if (c.init_zero_proj && t.residual) {
             constant(0);
