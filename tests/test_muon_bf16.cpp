@@ -73,7 +73,9 @@ TEST_CASE("Muon's matrices dealt to threads: the same bits on 1, 2 and 3 threads
         for (int threads : {1, 2, 3, 64}) {
             Muon<float> muon;
             muon.build(mats, false, threads);
-            CHECK(muon.slots == std::min<int>(threads, int(mats.size())));
+            CHECK(muon.slots == threads);
+            CHECK(muon.wide.empty());  // the speedrun's shapes, a quarter of their size: small
+            CHECK(muon.used_slots == std::min<int>(threads, int(mats.size())));
             std::vector<int> seen = muon.order;
             std::sort(seen.begin(), seen.end());
             for (size_t i = 0; i < mats.size(); i++) CHECK(seen.at(i) == int(i));
@@ -112,6 +114,49 @@ TEST_CASE("Muon's matrices dealt to threads: the same bits on 1, 2 and 3 threads
         CHECK(worst > 0);
         CHECK(worst / scale < 0.05);
     }
+}
+
+TEST_CASE("a wide matrix runs alone, its products split over every thread; the small ones in the slots",
+          "[muon][threads]") {
+    // 320 × 1024: 4·320²·1024 + 2·320³ multiply-adds a step, over kWideFlops; 40 × 24: under it.
+    const std::vector<MuonMatrix> mats = {{0, 320, 1024}, {320 * 1024, 40, 24}};
+    const size_t P = 320 * 1024 + 40 * 24;
+    Rng rng(7);
+    const auto w0 = gaussian(P, rng, 0.1), g = gaussian(P, rng, 0.01);
+    const std::vector<float> gf(g.begin(), g.end());
+    const auto step = [&](int threads, std::vector<MatmulCall>* calls) {
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        Muon<float> muon;
+        muon.build(mats);
+        CHECK(muon.wide == std::vector<int>{0});
+        std::vector<float> w(w0.begin(), w0.end()), m(P, 0.0f);
+        matmul_record(calls);
+        muon.step(w.data(), gf.data(), m.data(), 0.02, 0.1, 0.9);
+        matmul_record(nullptr);
+        omp_set_num_threads(before);
+        return w;
+    };
+    std::vector<MatmulCall> calls;
+    const std::vector<float> two = step(2, &calls);
+    bool wide_seen = false, small_seen = false;
+    for (const MatmulCall& c : calls) {
+        INFO(to_string(c.form) << " " << c.M << " " << c.N << " " << c.K << ", team " << c.team);
+        if (c.M == 320) {  // split over the process's threads
+            wide_seen = true;
+            CHECK(c.team == 1);
+        }
+        if (c.M == 24) {  // one thread of the slots' team
+            small_seen = true;
+            CHECK(c.team == 2);
+        }
+    }
+    CHECK((wide_seen && small_seen));
+    CHECK(step(2, nullptr) == two);  // a thread setting repeats itself bit for bit
+    const std::vector<float> one = step(1, nullptr);
+    double worst = 0;
+    for (size_t i = 0; i < P; i++) worst = std::max(worst, double(std::abs(one[i] - two[i])));
+    CHECK(worst < 1e-5);  // another thread count: the same step to float rounding
 }
 
 TEST_CASE("bf16 Newton–Schulz: the band widened by one step's rounding, repeatable, planted bugs caught",

@@ -197,18 +197,20 @@ template <typename real>
 void Muon<real>::build(const std::vector<MuonMatrix>& m, bool use_bf16, int threads) {
     check(!use_bf16 || sizeof(real) == sizeof(float), "Muon's bf16 products need float weights");
     matrices = m, bf16_products = use_bf16;
-    slots = std::max(1, std::min(threads > 0 ? threads : omp_get_max_threads(), int(matrices.size())));
-    // Deal the matrices to the slots: the largest Newton–Schulz first, each to the least loaded
-    // slot (the lowest on a tie), so the split is the same on every run.
+    slots = std::max(1, threads > 0 ? threads : omp_get_max_threads());
+    // The wide matrices run first, one after another; the others are dealt to the slots: the
+    // largest Newton–Schulz first, each to the least loaded slot (the lowest on a tie), so the
+    // split is the same on every run.
     std::vector<double> cost(matrices.size()), load(slots, 0.0);
-    std::vector<int> by_cost(matrices.size()), slot_of(matrices.size());
-    slot_size = slot_size16 = 0;
+    std::vector<int> by_cost, slot_of(matrices.size(), -1);
+    size_t one = 0, one16 = 0;  // the largest matrix's scratch: U (a·b) and newton_schulz_scratch; bf16's
+    wide.clear();
     for (size_t i = 0; i < matrices.size(); i++) {
         const int a = std::min(matrices[i].rows, matrices[i].cols), b = std::max(matrices[i].rows, matrices[i].cols);
         cost[i] = 4.0 * a * a * b + 2.0 * a * a * a;
-        by_cost[i] = int(i);
-        slot_size = std::max(slot_size, size_t(a) * b + newton_schulz_scratch(a, b));
-        if (use_bf16) slot_size16 = std::max(slot_size16, newton_schulz_scratch(a, b));
+        (cost[i] >= kWideFlops ? wide : by_cost).push_back(int(i));
+        one = std::max(one, size_t(a) * b + newton_schulz_scratch(a, b));
+        if (use_bf16) one16 = std::max(one16, newton_schulz_scratch(a, b));
     }
     std::stable_sort(by_cost.begin(), by_cost.end(), [&](int x, int y) { return cost[x] > cost[y]; });
     for (int i : by_cost) {
@@ -221,10 +223,15 @@ void Muon<real>::build(const std::vector<MuonMatrix>& m, bool use_bf16, int thre
             if (slot_of[i] == s) order.push_back(int(i));
         first.push_back(int(order.size()));
     }
-    slot_size = (slot_size + 15) / 16 * 16;  // each slot on its own cache lines
-    slot_size16 = (slot_size16 + 31) / 32 * 32;
-    scratch.allocate(size_t(slots) * slot_size);
-    scratch16.allocate(size_t(slots) * slot_size16);
+    // Scratch for the slots that have a matrix (the first ones: the deal fills the lowest
+    // empty slot first), and at least one, for the wide matrices.
+    used_slots = 1;
+    for (int s = 0; s < slots; s++)
+        if (first[s + 1] > first[s]) used_slots = s + 1;
+    slot_size = (one + 15) / 16 * 16;  // each slot on its own cache lines
+    slot_size16 = (one16 + 31) / 32 * 32;
+    scratch.allocate(size_t(used_slots) * slot_size);
+    scratch16.allocate(size_t(used_slots) * slot_size16);
 }
 
 template <typename real>
@@ -264,6 +271,11 @@ void Muon<real>::update(const MuonMatrix& w, real* x, bf16* x16, real* params, c
 template <typename real>
 void Muon<real>::step(real* params, const real* grads, real* momentum, double lr, double weight_decay, double mu,
                       const NsCoefficients& k, double grad_scale, bf16* params16) {
+    // The wide matrices: here, on the calling thread, their products split over every thread.
+    for (int i : wide)
+        update(matrices[i], scratch.data(), scratch16.data(), params, grads, momentum, lr, weight_decay, mu, k,
+               grad_scale, params16);
+    if (order.empty()) return;
     // Slot s's matrices run on thread s of the team when it has `slots` threads, and on thread
     // s mod n of a smaller one: which thread does not change a number (muon.h, "Threads").
     ParallelExceptions errors;  // an exception must not leave the region: rethrown after it

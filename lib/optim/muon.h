@@ -137,25 +137,33 @@ std::string describe_optimizer(const std::vector<TensorSpec>& table, OptimizerKi
 
 // Muon over its matrices, with the Newton–Schulz scratch sized once.
 //
-// Threads. The matrices are split over the threads, each matrix's whole update (momentum,
-// Newton–Schulz, the weight and its bf16 copy) on one thread with single-threaded products
-// (lib/kernels/matmul.h: every backend runs so inside our parallel regions): the blocks'
-// matrices are small (128 × 384 for the speedrun), and one product split over two threads
-// costs more in handing out than it gains. build() deals the matrices to slots by their
-// Newton–Schulz FLOPs (4a²b + 2a³ a step), the largest first to the least loaded slot, one
-// slot per thread the process has then, each with its own scratch. Every matrix's numbers are
-// computed by one thread in one fixed order, whichever thread and however many: the result does
-// not depend on the thread count (tests/test_muon_bf16.cpp checks 1, 2 and 3 threads).
+// Threads. A wide matrix (a Newton–Schulz step of kWideFlops multiply-adds or more: GPT-2
+// small's, the baby GPT's) runs alone, its products split over every thread (lib/kernels/
+// matmul.h), so a model with fewer matrices than threads keeps them all busy. The others are
+// split over the threads, each matrix's whole update (momentum, Newton–Schulz, the weight and
+// its bf16 copy) on one thread with single-threaded products (every backend runs so inside our
+// parallel regions): such matrices are small (192 × 768 for the speedrun), and one product
+// split over threads costs more in handing out than it gains. build() deals them to slots by
+// their Newton–Schulz FLOPs (4a²b + 2a³ a step), the largest first to the least loaded slot,
+// one slot per thread the process has then (a slot left empty does nothing), each with its own
+// scratch. A small matrix's numbers are computed by one thread in one fixed order, whichever
+// thread and however many: they do not depend on the thread count (tests/test_muon_bf16.cpp
+// checks 1, 2 and 3 threads). A wide one's products are split as the thread count says, so
+// its bits are fixed for a thread setting, as every split product's.
+constexpr double kWideFlops = double(1 << 28);
+
 template <typename real>
 struct Muon {
     std::vector<MuonMatrix> matrices;
     bool bf16_products = false;  // Newton–Schulz's products on bf16 inputs (newton_schulz_bf16), float only
-    int slots = 0;               // threads the matrices are dealt to
+    std::vector<int> wide;       // matrix indices of the wide ones, in table order
+    int slots = 0;               // threads the other matrices are dealt to
+    int used_slots = 0;          // slots with a matrix: the first ones
     std::vector<int> order;      // matrix indices, slot by slot: slot s has order[first[s] .. first[s+1])
     std::vector<int> first;
     size_t slot_size = 0, slot_size16 = 0;  // one slot's scratch: U (a·b) and newton_schulz_scratch; bf16's
-    Arena<real> scratch;                    // slots × slot_size
-    Arena<bf16> scratch16;                  // slots × slot_size16 (bf16_products only)
+    Arena<real> scratch;                    // used_slots × slot_size
+    Arena<bf16> scratch16;                  // used_slots × slot_size16 (bf16_products only)
 
     // threads: the slots (0: omp_get_max_threads()). use_bf16: Newton–Schulz on bf16 products.
     void build(const std::vector<MuonMatrix>& m, bool use_bf16 = false, int threads = 0);
