@@ -177,17 +177,14 @@ ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, 
         return step_work(c, train, s, ids, timed);
     };
     const int L = config.n_layer;
-    const ModelWork one = work(1, b, /*timed=*/true);
+    const ModelWork one = work(1, b, /*timed=*/L != 2);  // at two blocks, only its calls are needed
     ModelWork w = L == 1 ? one : L == 2 ? work(2, b, true) : carried(one, work(2, b, true), L);
     w.other_ms *= double(sequences) / b;
     if (b == sequences) return w;
     std::optional<std::vector<MatmulCall>> grown = calls_at_batch(w.calls, one.calls, work(1, 2 * b, false).calls, b, sequences);
-    if (grown) {
-        w.calls = std::move(*grown);
-    } else {
-        const auto recorded = [&](int n_layer) { return work(n_layer, sequences, /*timed=*/false); };
-        w.calls = L <= 2 ? recorded(L).calls : carried(recorded(1), recorded(2), L).calls;
-    }
+    w.calls = grown ? std::move(*grown)
+                    : by_depth(config, [&](const GPTConfig& c) { return step_work(c, train, sequences, ids, false); })
+                          .calls;
     return w;
 }
 
