@@ -17,6 +17,7 @@
 #include "lib/core/rng.h"
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/matmul_bf16.h"
+#include "lib/kernels/matmul_split.h"
 #include "lib/kernels/peak.h"
 #include "lib/kernels/simd.h"
 #include "lib/train/batch_threads.h"
@@ -179,13 +180,20 @@ TEST_CASE("every product the model makes: each backend within float rounding of 
 
 // Outside our parallel regions a backend may split a product over the threads (matmul.cpp): on
 // sizes no thread count divides, every row and column of c must still be computed once, by
-// exactly one block, and a thread setting must give the same bits every time.
+// exactly one block, every term once, by one run of K, and a thread setting must give the same
+// bits every time.
 TEST_CASE("products split over 3, 5 and 16 threads on odd sizes: every entry within rounding, the same bits twice",
           "[matmul]") {
     const int threads_before = omp_get_max_threads();
     using F = MatmulForm;
+    // the last three are weight gradients' shapes (a small c, many terms), whose K is cut
+    for (int threads : {3, 5, 16}) {
+        CHECK(plan_matmul_split(40, 70, 5001, threads).k_parts > 1);
+        CHECK(plan_matmul_split(33, 20, 4100, threads).k_parts > 1);
+    }
     for (auto [form, M, N, K] : {std::tuple{F::NT, 1000, 37, 129}, {F::NN, 37, 1000, 65}, {F::TN, 301, 259, 17},
-                                 {F::NT, 259, 301, 1}}) {
+                                 {F::NT, 259, 301, 1}, {F::TN, 40, 70, 5001}, {F::NT, 33, 20, 4100},
+                                 {F::NN, 40, 70, 5001}}) {
         for (float beta : {0.0f, 1.0f}) {
             const MatmulCall m{form, M, N, K, form == F::TN ? M : K, form == F::NT ? K : N + 3, N + 3, beta, 1, 1};
             const Operands in = random_operands(m, 11);

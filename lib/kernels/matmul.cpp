@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "lib/core/errors.h"
 #include "lib/kernels/gemm.h"
 #include "lib/kernels/matmul_split.h"
 #include "lib/kernels/onednn_matmul.h"
+#include "lib/kernels/vec.h"
 
 namespace hg {
 
@@ -41,21 +43,42 @@ using Sgemm = void (*)(bool ta, bool tb, float* c, const float* a, const float* 
                        int ldb, int ldc, float alpha, float beta);
 
 // Outside our parallel regions a product is split here, over the process's threads, into a
-// grid of blocks of c, one single-threaded call each (the grid: matmul_split.h). The split is
-// fixed by the thread count, so a thread setting gives the same bits every time.
+// grid of blocks of c and runs of its K terms, one single-threaded call each (the plan:
+// matmul_split.h). The plan is fixed by the thread count, and each entry's partial sums are
+// added in the order of their terms, so a thread setting gives the same bits every time.
 static void split_product(Sgemm run, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N,
                           int K, int lda, int ldb, int ldc, float alpha, float beta) {
     const MatmulSplit split = plan_matmul_split(M, N, K, omp_in_parallel() ? 1 : omp_get_max_threads());
     if (split.parts() <= 1) return run(ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
-#pragma omp parallel for num_threads(split.parts()) schedule(static, 1)
-    for (int p = 0; p < split.parts(); p++) {
-        const Range r = split.rows(p), n = split.cols(p);
-        // rows r of c: rows of a, or its columns when it is transposed; columns n of c: columns of
-        // b, or its rows when it is transposed
-        const float* a_rows = ta ? a + r.begin : a + size_t(r.begin) * lda;
-        const float* b_cols = tb ? b + size_t(n.begin) * ldb : b + n.begin;
-        run(ta, tb, c + size_t(r.begin) * ldc + n.begin, a_rows, b_cols, r.size(), n.size(), K, lda, ldb, ldc, alpha,
-            beta);
+    // The partial sums of runs 1, 2, ... of the terms, (M, N) each: grown on the first product
+    // that cuts K this much, then kept (matmul_split.h bounds it).
+    static thread_local std::vector<float> t_partials;
+    if (t_partials.size() < split.scratch()) t_partials.resize(split.scratch());
+    float* partials = t_partials.data();
+#pragma omp parallel num_threads(split.parts())
+    {
+#pragma omp for schedule(static, 1)
+        for (int p = 0; p < split.parts(); p++) {
+            const Range r = split.rows(p), n = split.cols(p), t = split.terms(p);
+            // rows r of c: rows of a, or its columns when it is transposed; columns n of c: columns
+            // of b, or its rows when it is transposed; terms t: columns of a and rows of b, or the
+            // other way round when transposed
+            const float* a_part = ta ? a + size_t(t.begin) * lda + r.begin : a + size_t(r.begin) * lda + t.begin;
+            const float* b_part = tb ? b + size_t(n.begin) * ldb + t.begin : b + size_t(t.begin) * ldb + n.begin;
+            if (split.k_part(p) == 0)
+                run(ta, tb, c + size_t(r.begin) * ldc + n.begin, a_part, b_part, r.size(), n.size(), t.size(), lda,
+                    ldb, ldc, alpha, beta);
+            else
+                run(ta, tb, partials + (split.k_part(p) - 1) * size_t(M) * N + size_t(r.begin) * N + n.begin,
+                    a_part, b_part, r.size(), n.size(), t.size(), lda, ldb, N, alpha, 0.0f);
+        }
+        // the partial sums into c, each entry in the order of its runs (the barrier above first)
+        if (split.k_parts > 1) {
+#pragma omp for schedule(static)
+            for (int i = 0; i < M; i++)
+                for (int k = 1; k < split.k_parts; k++)
+                    vec_acc(c + size_t(i) * ldc, partials + (k - 1) * size_t(M) * N + size_t(i) * N, size_t(N));
+        }
     }
 }
 

@@ -25,10 +25,11 @@
 // one thread setting and the same library (Highway: the same SIMD target): a run repeats itself
 // bit for bit with any backend, never across them. All run single-threaded inside our own
 // parallel regions (attention's heads, batch threads) and split a product over the process's
-// threads outside them, each by the same grid of blocks of c, one single-threaded call per
-// block (matmul_split.h). OpenBLAS and Highway allocate nothing through C++'s operator new
-// in a step (OpenBLAS may take a workspace from malloc, which glibc serves from its free lists
-// once the first step has warmed them; Highway packs on the stack);
+// threads outside them, each by the same plan of blocks of c and runs of K, one single-threaded
+// call per part (matmul_split.h). OpenBLAS and Highway allocate nothing through C++'s operator
+// new in a step after the first (the split's partial sums of K grow once, in the first; OpenBLAS
+// may take a workspace from malloc, which glibc serves from its free lists once the first step
+// has warmed them; Highway packs on the stack);
 // oneDNN makes a few small blocks inside every call (onednn_matmul.h says which and how big).
 #pragma once
 #include <cassert>

@@ -1,4 +1,4 @@
-// matmul_split.cpp — the grid a product is cut into over threads (see matmul_split.h).
+// matmul_split.cpp — the parts a product is cut into over threads (see matmul_split.h).
 #include "lib/kernels/matmul_split.h"
 
 #include <algorithm>
@@ -7,31 +7,57 @@ namespace hg {
 
 double MatmulSplit::streamed(int p) const {
     const double r = rows(p).size(), n = cols(p).size();
-    return double(K) * (r + n) + r * n;
+    return double(terms(p).size()) * (r + n) + r * n;
 }
 
 double MatmulSplit::streamed_most() const {
     const double r = (M + row_parts - 1) / row_parts, n = (N + col_parts - 1) / col_parts;
-    return double(K) * (r + n) + r * n;
+    return double((K + k_parts - 1) / k_parts) * (r + n) + r * n;
 }
 
-double MatmulSplit::work(int p) const { return double(rows(p).size()) * cols(p).size() * K; }
+double MatmulSplit::summed_per_thread() const {
+    return k_parts > 1 ? double(k_parts + 1) * M * N / parts() : 0;
+}
+
+double MatmulSplit::work(int p) const { return double(rows(p).size()) * cols(p).size() * terms(p).size(); }
+
+namespace {
+
+// Of the plans with `k_parts` = pk for some pk in [k_lo, k_hi]: those that use the most threads,
+// and of those the one whose threads stream the least (of equals, the fewest K parts, then the
+// most row parts).
+MatmulSplit best_of(int M, int N, int K, int threads, int k_lo, int k_hi) {
+    const int max_rows = std::max(1, M / kMinSplit), max_cols = std::max(1, N / kMinSplit);
+    int parts = 0;
+    for (int pk = k_lo; pk <= k_hi; pk++)
+        for (int pr = 1; pr <= std::min(threads / pk, max_rows); pr++)
+            parts = std::max(parts, pr * pk * std::min(threads / (pr * pk), max_cols));
+    MatmulSplit best{M, N, K};
+    double least = -1;
+    for (int pk = k_lo; pk <= k_hi; pk++)
+        for (int pr = 1; pr <= std::min(parts / pk, max_rows); pr++) {
+            if (parts % (pr * pk) || parts / (pr * pk) > max_cols) continue;
+            const MatmulSplit s{M, N, K, pr, parts / (pr * pk), pk};
+            const double cost = s.streamed_most() + s.summed_per_thread();
+            if (least < 0 || cost < least || (cost == least && pk == best.k_parts)) least = cost, best = s;
+        }
+    return best;
+}
+
+}  // namespace
+
+MatmulSplit plan_matmul_grid(int M, int N, int K, int threads) { return best_of(M, N, K, threads, 1, 1); }
 
 MatmulSplit plan_matmul_split(int M, int N, int K, int threads) {
-    MatmulSplit best{M, N, K, 1, 1};
-    const int max_rows = std::max(1, M / kMinSplit), max_cols = std::max(1, N / kMinSplit);
-    // The most threads the product has blocks for, then the grid of that many that streams least.
-    int parts = 1;
-    for (int pr = 1; pr <= std::min(threads, max_rows); pr++)
-        parts = std::max(parts, pr * std::min(threads / pr, max_cols));
-    double least = -1;
-    for (int pr = 1; pr <= std::min(parts, max_rows); pr++) {
-        if (parts % pr || parts / pr > max_cols) continue;
-        const MatmulSplit s{M, N, K, pr, parts / pr};
-        const double most = s.streamed_most();
-        if (least < 0 || most <= least) least = most, best = s;  // of equals, the most row parts
-    }
-    return best;
+    const MatmulSplit grid = plan_matmul_grid(M, N, K, threads);
+    const size_t area = std::max<size_t>(1, size_t(M) * size_t(N));
+    const int max_k = int(std::min<size_t>({size_t(K / kMinTerms), size_t(std::max(threads, 1)),
+                                            1 + kSplitScratch / area}));
+    if (max_k < 2) return grid;
+    const MatmulSplit split_k = best_of(M, N, K, threads, 2, max_k);
+    if (split_k.parts() > grid.parts()) return split_k;
+    const double k_cost = split_k.streamed_most() + split_k.summed_per_thread();
+    return split_k.parts() == grid.parts() && k_cost <= 0.75 * grid.streamed_most() ? split_k : grid;
 }
 
 }  // namespace hg
