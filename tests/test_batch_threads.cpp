@@ -193,24 +193,26 @@ static void check_same_calls(const std::vector<MatmulCall>& got, const std::vect
 TEST_CASE("the step's work: the products of a deep model at the run's batch, from one and two blocks at a few "
           "sequences; the rest timed", "[batch_threads][matmul]") {
     Tiny t;
-    t.c.n_layer = 4, t.c.dropout = 0.1f;
+    t.c.dropout = 0.1f;
     t.tc.batch_size = 8;
-    for (AttentionKind attention : {AttentionKind::Flash, AttentionKind::Materialized})
-        for (OptimizerKind optimizer : {OptimizerKind::AdamW, OptimizerKind::Muon})
-            for (int R : {1, 2})
-                for (int b : {0, 1, 2, 3}) {  // 0: as many as the memory allows (here the whole batch)
-                    INFO(to_string(attention) << ", " << to_string(optimizer) << ", batch threads " << R
-                                              << ", timed on " << b << " sequences a replica");
-                    t.tc.batch_threads = R, t.tc.activations.attention = attention, t.tc.optimizer = optimizer;
-                    const ModelWork work = training_step_work(t.c, t.tc, t.ids, b);
-                    CHECK(work.other_ms > 0);
-                    const std::vector<MatmulCall> whole = whole_step_calls(t);
-                    check_same_calls(work.calls, whole);
-                    // With AdamW every product is the replicas': R side by side (Muon's small
-                    // matrices run in a team of their own, one slot per thread).
-                    if (R > 1 && optimizer == OptimizerKind::AdamW)
-                        for (const MatmulCall& m : work.calls) CHECK(m.team == R);
-                }
+    for (int L : {4, 2})  // 2: at b = the whole batch a replica, the timing model is the run's own
+        for (AttentionKind attention : {AttentionKind::Flash, AttentionKind::Materialized})
+            for (OptimizerKind optimizer : {OptimizerKind::AdamW, OptimizerKind::Muon})
+                for (int R : {1, 2})
+                    for (int b : {0, 1, 2, 3}) {  // 0: as many as the memory allows (here the whole batch)
+                        INFO(L << " blocks, " << to_string(attention) << ", " << to_string(optimizer)
+                               << ", batch threads " << R << ", timed on " << b << " sequences a replica");
+                        t.c.n_layer = L, t.tc.batch_threads = R, t.tc.activations.attention = attention;
+                        t.tc.optimizer = optimizer;
+                        const ModelWork work = training_step_work(t.c, t.tc, t.ids, b);
+                        CHECK(work.other_ms > 0);
+                        const std::vector<MatmulCall> whole = whole_step_calls(t);
+                        check_same_calls(work.calls, whole);
+                        // With AdamW every product is the replicas': R side by side (Muon's small
+                        // matrices run in a team of their own, one slot per thread).
+                        if (R > 1 && optimizer == OptimizerKind::AdamW)
+                            for (const MatmulCall& m : work.calls) CHECK(m.team == R);
+                    }
 }
 
 TEST_CASE("calls grown to the run's batch: the sizes and counts that double with the batch grow, the rest stay; "

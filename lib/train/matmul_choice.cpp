@@ -177,6 +177,7 @@ ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, 
         return step_work(c, train, s, ids, timed);
     };
     const int L = config.n_layer;
+    if (L == 2 && b == sequences) return work(2, b, true);  // the run's own model: nothing to carry or grow
     const ModelWork one = work(1, b, /*timed=*/L != 2);  // at two blocks, only its calls are needed
     ModelWork w = L == 1 ? one : L == 2 ? work(2, b, true) : carried(one, work(2, b, true), L);
     w.other_ms *= double(sequences) / b;
