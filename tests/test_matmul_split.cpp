@@ -1,8 +1,8 @@
 // The parts a product is cut into over threads (lib/kernels/matmul_split.h), checked on the
 // plan itself for thread counts this machine does not have: every term of every entry of c in
 // exactly one part, K cut only by the stated rule, the work even across the threads, and the
-// numbers each thread streams falling as the threads grow. The products split for real, on odd sizes and several thread counts, are checked in
-// test_matmul_backends.cpp.
+// numbers each thread streams falling as the threads grow. The products split for real, on odd
+// sizes and several thread counts, are checked in test_matmul_backends.cpp.
 #include "tests/catch.h"
 
 #include <algorithm>
@@ -52,8 +52,6 @@ double most_work(const MatmulSplit& s) {
     return m;
 }
 
-double cost(const MatmulSplit& s) { return s.streamed_most() + s.summed_per_thread(); }
-
 // The stated model of a split product's time on many cores (docs/performance.md, "Many
 // cores"): each core multiplies at kCoreFlops, and every number a thread streams comes from
 // memory whose bandwidth kBandwidth all the threads share; a product takes the longer of its
@@ -63,7 +61,7 @@ constexpr double kCoreFlops = 64e9;   // float FLOP/s of one core in a library's
 constexpr double kBandwidth = 100e9;  // bytes/s of memory, shared by all the cores
 double model_seconds(const Product& q, int threads) {
     const MatmulSplit s = plan_matmul_split(q.M, q.N, q.K, threads);
-    return std::max(2 * most_work(s) / kCoreFlops, threads * 4 * cost(s) / kBandwidth);
+    return std::max(2 * most_work(s) / kCoreFlops, threads * 4 * s.streamed_per_thread() / kBandwidth);
 }
 double model_efficiency(const Product& q, int threads) {
     return model_seconds(q, 1) / (threads * model_seconds(q, threads));
@@ -115,8 +113,11 @@ TEST_CASE("matmul split: K is cut only where the grid alone leaves threads idle 
         INFO("M " << M << " N " << N << " K " << K << " threads " << threads);
         CHECK(grid.k_parts == 1);
         CHECK(s.parts() >= grid.parts());
-        if (s.k_parts > 1) CHECK((s.parts() > grid.parts() || cost(s) <= 0.75 * grid.streamed_most()));
-        else CHECK((s.row_parts == grid.row_parts && s.col_parts == grid.col_parts));
+        if (s.k_parts > 1) {
+            CHECK((s.parts() > grid.parts() || s.streamed_per_thread() <= 0.75 * grid.streamed_per_thread()));
+        } else {
+            CHECK((s.row_parts == grid.row_parts && s.col_parts == grid.col_parts));
+        }
     }
 }
 
@@ -135,14 +136,14 @@ TEST_CASE("matmul split: at 2, 16, 64 and 128 threads the work is even and the n
             // never streams more than that, and its numbers per thread fall as threads grow.
             const double strip =
                 q.M >= q.N ? q.K * (double(q.M) / s.parts() + q.N) : q.K * (q.M + double(q.N) / s.parts());
-            CHECK(cost(s) <= strip + double(q.M) * q.N / s.parts() + 2.0 * (q.K + q.M + q.N));
-            if (streamed_before > 0) CHECK(cost(s) < streamed_before);
-            streamed_before = cost(s);
+            CHECK(s.streamed_per_thread() <= strip + double(q.M) * q.N / s.parts() + 2.0 * (q.K + q.M + q.N));
+            if (streamed_before > 0) CHECK(s.streamed_per_thread() < streamed_before);
+            streamed_before = s.streamed_per_thread();
             // the weight gradients at 16 threads and more, where their partial sums fit the bound:
             // K cut, streaming less than the grid alone
             if (q.weight_gradient && threads >= 16 && size_t(q.M) * q.N <= kSplitScratch) {
                 CHECK(s.k_parts > 1);
-                CHECK(cost(s) < plan_matmul_grid(q.M, q.N, q.K, threads).streamed_most());
+                CHECK(s.streamed_per_thread() < plan_matmul_grid(q.M, q.N, q.K, threads).streamed_per_thread());
             }
         }
     }
@@ -168,8 +169,9 @@ TEST_CASE("matmul split: the table of plans, work and numbers streamed per threa
             const MatmulSplit s = plan_matmul_split(q.M, q.N, q.K, threads);
             const double mean = double(q.M) * q.N * q.K / threads;
             std::printf("%-34s %7d %7d %6d %4d %4dx%dx%-4d %11.3f %11.1f %11.1f %11.2f\n", q.name.c_str(), q.M, q.N,
-                        q.K, threads, s.row_parts, s.col_parts, s.k_parts, most_work(s) / mean, 4 * cost(s) / 1e6,
-                        4 * plan_matmul_grid(q.M, q.N, q.K, threads).streamed_most() / 1e6,
+                        q.K, threads, s.row_parts, s.col_parts, s.k_parts, most_work(s) / mean,
+                        4 * s.streamed_per_thread() / 1e6,
+                        4 * plan_matmul_grid(q.M, q.N, q.K, threads).streamed_per_thread() / 1e6,
                         model_efficiency(q, threads));
         }
 }

@@ -5,18 +5,10 @@
 
 namespace hg {
 
-double MatmulSplit::streamed(int p) const {
-    const double r = rows(p).size(), n = cols(p).size();
-    return double(terms(p).size()) * (r + n) + r * n;
-}
-
-double MatmulSplit::streamed_most() const {
+double MatmulSplit::streamed_per_thread() const {
     const double r = (M + row_parts - 1) / row_parts, n = (N + col_parts - 1) / col_parts;
-    return double((K + k_parts - 1) / k_parts) * (r + n) + r * n;
-}
-
-double MatmulSplit::summed_per_thread() const {
-    return k_parts > 1 ? double(k_parts + 1) * M * N / parts() : 0;
+    const double part = double((K + k_parts - 1) / k_parts) * (r + n) + r * n;
+    return part + (k_parts > 1 ? double(k_parts + 1) * M * N / parts() : 0);
 }
 
 double MatmulSplit::work(int p) const { return double(rows(p).size()) * cols(p).size() * terms(p).size(); }
@@ -38,7 +30,7 @@ MatmulSplit best_of(int M, int N, int K, int threads, int k_lo, int k_hi) {
         for (int pr = 1; pr <= std::min(parts / pk, max_rows); pr++) {
             if (parts % (pr * pk) || parts / (pr * pk) > max_cols) continue;
             const MatmulSplit s{M, N, K, pr, parts / (pr * pk), pk};
-            const double cost = s.streamed_most() + s.summed_per_thread();
+            const double cost = s.streamed_per_thread();
             if (least < 0 || cost < least || (cost == least && pk == best.k_parts)) least = cost, best = s;
         }
     return best;
@@ -56,8 +48,9 @@ MatmulSplit plan_matmul_split(int M, int N, int K, int threads) {
     if (max_k < 2) return grid;
     const MatmulSplit split_k = best_of(M, N, K, threads, 2, max_k);
     if (split_k.parts() > grid.parts()) return split_k;
-    const double k_cost = split_k.streamed_most() + split_k.summed_per_thread();
-    return split_k.parts() == grid.parts() && k_cost <= 0.75 * grid.streamed_most() ? split_k : grid;
+    return split_k.parts() == grid.parts() && split_k.streamed_per_thread() <= 0.75 * grid.streamed_per_thread()
+               ? split_k
+               : grid;
 }
 
 }  // namespace hg

@@ -48,12 +48,11 @@ struct MatmulSplit {
     Range cols(int p) const { return cut(N, col_parts, p / k_parts % col_parts); }
     Range terms(int p) const { return cut(K, k_parts, p % k_parts); }
     int k_part(int p) const { return p % k_parts; }  // 0: added into c; i > 0: partial sum i − 1
-    // The numbers part p reads from the two operands and writes: terms · (rows + cols) + rows·cols.
-    double streamed(int p) const;
-    // The most any part streams: ⌈M/row_parts⌉ × ⌈N/col_parts⌉ with ⌈K/k_parts⌉ terms.
-    double streamed_most() const;
-    // Each thread's share of adding the partial sums into c: (k_parts + 1)·M·N / parts(), or 0.
-    double summed_per_thread() const;
+    // The most numbers a thread streams, what the plan minimises: the largest part's,
+    // terms · (rows + cols) + rows·cols with ⌈M/row_parts⌉ rows, ⌈N/col_parts⌉ columns and
+    // ⌈K/k_parts⌉ terms, plus its share of adding the partial sums into c, (k_parts + 1)·M·N /
+    // parts() when K is cut.
+    double streamed_per_thread() const;
     // The numbers of scratch the partial sums take: (k_parts − 1)·M·N.
     size_t scratch() const { return size_t(k_parts - 1) * size_t(M) * size_t(N); }
     // Its multiply-adds: rows · cols · terms.
