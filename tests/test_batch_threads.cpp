@@ -253,6 +253,44 @@ TEST_CASE("calls grown to the run's batch: the sizes and counts that double with
     const std::optional<std::vector<MatmulCall>> fine = calls_at_batch({x}, {x}, {y}, 1, 4);
     REQUIRE(fine);
     CHECK((fine->at(0).M == 64 && fine->at(0).N == 24 && fine->at(0).count == 1));
+    // A replica's call, side by side with another (team 2, counted twice), grown by one model's recordings.
+    MatmulCall pair = x;
+    pair.team = 2, pair.count = 2;
+    const std::optional<std::vector<MatmulCall>> replicas = calls_at_batch({pair}, {x}, {y}, 1, 4);
+    REQUIRE(replicas);
+    CHECK((replicas->at(0).M == 64 && replicas->at(0).team == 2 && replicas->at(0).count == 2));
+    MatmulCall x_in_team = x;
+    x_in_team.team = 3;  // at b, x both alone and in a team: which is the pair's?
+    MatmulCall y_in_team = y;
+    y_in_team.team = 3;
+    CHECK_FALSE(calls_at_batch({pair}, {x, x_in_team}, {y, y_in_team}, 1, 4));
+    CHECK(calls_at_batch({x}, {x, x_in_team}, {y, y_in_team}, 1, 4));  // x itself is there
+}
+
+TEST_CASE("a second batch threads setting grows its calls by the first's recordings at the same b", "[batch_threads][matmul]") {
+    Tiny t;
+    t.tc.batch_size = 8;
+    t.c.n_layer = 4;
+    BatchGrowth growth;
+    t.tc.batch_threads = 1;
+    check_same_calls(training_step_work(t.c, t.tc, t.ids, 1, &growth).calls, whole_step_calls(t));
+    REQUIRE(growth.b == 1);
+    for (const MatmulCall& m : growth.at_b) CHECK(m.team == 1);
+    const BatchGrowth first = growth;
+    t.tc.batch_threads = 2;
+    check_same_calls(training_step_work(t.c, t.tc, t.ids, 1, &growth).calls, whole_step_calls(t));
+    CHECK(growth.at_2b.size() == first.at_2b.size());  // kept as the first setting recorded it
+    // Planted: recordings in which nothing grows. Used, they leave the calls at b's sizes.
+    BatchGrowth flat = first;
+    flat.at_2b = flat.at_b;
+    const std::vector<MatmulCall> stunted = training_step_work(t.c, t.tc, t.ids, 1, &flat).calls;
+    const std::vector<MatmulCall> whole = whole_step_calls(t);
+    const auto work = [](const std::vector<MatmulCall>& calls) {
+        double w = 0;
+        for (const MatmulCall& m : calls) w += double(m.M) * m.N * m.K * m.count;
+        return w;
+    };
+    CHECK(work(stunted) < 0.5 * work(whole));  // the replicas' products at 1 sequence each, not 4
 }
 
 TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bit for bit; a second run takes it "

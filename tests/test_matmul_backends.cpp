@@ -411,25 +411,48 @@ TEST_CASE("a long product is timed cut short in each dimension, and scaled back 
             INFO(threads << " threads, " << to_string(m.form) << " " << m.M << " " << m.N << " " << m.K);
             double scale = 0;
             const MatmulCall s = shortened_call(m, threads, &scale);
-            // The same call but for its sizes, its strides, beta and team kept.
-            CHECK(s.form == m.form);
-            CHECK((s.lda == m.lda && s.ldb == m.ldb && s.ldc == m.ldc && s.beta == m.beta && s.team == m.team));
+            // The same call but for its sizes and strides: form, beta and team kept.
+            CHECK((s.form == m.form && s.beta == m.beta && s.team == m.team));
+            // Its operands tight: each leading dimension the width of its own operand.
+            CHECK(s.lda == (s.form == MatmulForm::TN ? s.M : s.K));
+            CHECK(s.ldb == (s.form == MatmulForm::NT ? s.K : s.N));
+            CHECK(s.ldc == s.N);
             // Its time scaled up is the whole call's work, none lost to rounding.
             CHECK(scale * double(s.M) * s.N * s.K == Approx(double(m.M) * m.N * m.K));
             CHECK(scale >= 1);
-            // Each size cut to 512 inside a parallel region, to 512·⌈√threads⌉ outside, never below.
+            // Rows and columns cut to 512 inside a parallel region, to 512·⌈√threads⌉ outside,
+            // terms to 512; never below.
             const int cut = m.nested() ? 512 : 512 * int(std::ceil(std::sqrt(double(threads))));
             CHECK(shortened_size(m, threads) == cut);
-            CHECK((s.M == std::min(m.M, cut) && s.N == std::min(m.N, cut) && s.K == std::min(m.K, cut)));
+            CHECK((s.M == std::min(m.M, cut) && s.N == std::min(m.N, cut) && s.K == std::min(m.K, kShortenedTerms)));
         }
     double scale = 0;
     const MatmulCall f = shortened_call(fwd, 2, &scale);  // 2 threads: 1024
     CHECK((f.M == 1024 && f.N == 1024 && f.K == fwd.K));
     CHECK(scale == Approx(16384.0 / 1024 * fwd.N / 1024));
+    const MatmulCall g = shortened_call(dW, 2, &scale);  // 16,384 terms cut to 512
+    CHECK((g.M == 1024 && g.N == dW.N && g.K == 512));
+    CHECK(scale == Approx(1152.0 / 1024 * 16384 / 512));
     CHECK(shortened_call(qk, 128, &scale).M == 256);  // nothing to cut
     CHECK(scale == 1);
     CHECK(shortened_call(replica_fwd, 2, &scale).M == 512);
     CHECK(scale == Approx(8192.0 / 512 * 1152 / 512));  // N cut too
+}
+
+TEST_CASE("calls that differ only past the cut, or in their strides, are timed once: their times are in the "
+          "ratio of their work", "[matmul]") {
+    MatmulCall dW{MatmulForm::TN, 64, 48, 2048, 64, 48, 48, 1.0f, 1, 1};
+    MatmulCall longer = dW, strided = dW;
+    longer.K = 6144, longer.count = 2;     // 3x the terms, twice: 6x the time
+    strided.lda = 100, strided.ldb = 50;   // the same work on wider buffers
+    const std::vector<MatmulBackend> all = matmul_backends();
+    const std::vector<std::vector<double>> ms = time_matmul_call_sets({{dW}, {longer}, {strided}}, all, 1);
+    for (size_t b = 0; b < all.size(); b++) {
+        INFO(to_string(all[b]));
+        CHECK(ms[0][b] > 0);
+        CHECK(ms[1][b] == Approx(6 * ms[0][b]));
+        CHECK(ms[2][b] == Approx(ms[0][b]));
+    }
 }
 
 TEST_CASE("the remembered choice's key changes with everything the times depend on", "[matmul][batch_threads]") {

@@ -85,10 +85,11 @@ StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, i
     s.choice = choose_at_startup(names, step_choice_key(config, train, threads), [&] {
         std::vector<std::vector<MatmulCall>> calls;
         std::vector<double> other_ms;
+        BatchGrowth growth;  // recorded for the first R, used for every other at the same b
         for (int R : s.Rs) {
             TrainConfig t = train;
             t.batch_threads = R;
-            ModelWork work = training_step_work(config, t, ids);
+            ModelWork work = training_step_work(config, t, ids, 0, &growth);
             calls.push_back(std::move(work.calls)), other_ms.push_back(work.other_ms);
         }
         const std::vector<std::vector<double>> products = time_matmul_call_sets(calls, s.backends, threads);

@@ -142,9 +142,18 @@ std::optional<std::vector<MatmulCall>> calls_at_batch(std::vector<MatmulCall> ca
         if (candidates != 1 || taken[partner[i]]) return std::nullopt;  // which is which is unknown
         taken[partner[i]] = true;
     }
+    const auto same_but_team = [](const MatmulCall& x, const MatmulCall& y) {
+        return x.form == y.form && x.M == y.M && x.N == y.N && x.K == y.K && x.lda == y.lda && x.ldb == y.ldb &&
+               x.ldc == y.ldc && x.beta == y.beta;
+    };
     for (MatmulCall& c : calls) {
-        const auto small = std::find_if(at_b.begin(), at_b.end(), [&](const MatmulCall& m) { return m.same_call(c); });
-        if (small == at_b.end()) return std::nullopt;
+        // c itself, else the one call that is c but for its team
+        auto small = std::find_if(at_b.begin(), at_b.end(), [&](const MatmulCall& m) { return m.same_call(c); });
+        if (small == at_b.end()) {
+            const auto is_c = [&](const MatmulCall& m) { return same_but_team(m, c); };
+            small = std::find_if(at_b.begin(), at_b.end(), is_c);
+            if (small == at_b.end() || std::count_if(at_b.begin(), at_b.end(), is_c) != 1) return std::nullopt;
+        }
         const MatmulCall& twice = at_2b[partner[size_t(small - at_b.begin())]];
         bool whole = true;  // every size and count that grows is a whole number of times b
         const auto grow = [&](auto& x, long small_x, long twice_x) {
@@ -161,7 +170,7 @@ std::optional<std::vector<MatmulCall>> calls_at_batch(std::vector<MatmulCall> ca
 }
 
 ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids,
-                             int timed_sequences) {
+                             int timed_sequences, BatchGrowth* growth) {
     // The step is timed on a few sequences a replica, not the run's batch: everything besides
     // the products works sequence by sequence, so its time grows in proportion to the
     // sequences, and the memory a model of the run's batch would touch for the first time
@@ -182,7 +191,13 @@ ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, 
     ModelWork w = L == 1 ? one : L == 2 ? work(2, b, true) : carried(one, work(2, b, true), L);
     w.other_ms *= double(sequences) / b;
     if (b == sequences) return w;
-    std::optional<std::vector<MatmulCall>> grown = calls_at_batch(w.calls, one.calls, work(1, 2 * b, false).calls, b, sequences);
+    std::optional<std::vector<MatmulCall>> grown;
+    if (growth && growth->b == b) grown = calls_at_batch(w.calls, growth->at_b, growth->at_2b, b, sequences);
+    if (!grown) {
+        BatchGrowth own{b, one.calls, work(1, 2 * b, false).calls};
+        grown = calls_at_batch(w.calls, own.at_b, own.at_2b, b, sequences);
+        if (growth && growth->b == 0) *growth = std::move(own);
+    }
     w.calls = grown ? std::move(*grown)
                     : by_depth(config, [&](const GPTConfig& c) { return step_work(c, train, sequences, ids, false); })
                           .calls;
@@ -230,19 +245,20 @@ MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale) {
     const int cut = shortened_size(m, threads);
     MatmulCall s = m;
     *scale = 1;
-    for (int* d : {&s.M, &s.N, &s.K})
-        if (*d > cut) *scale *= double(*d) / cut, *d = cut;
+    for (auto [d, at_most] : {std::pair{&s.M, cut}, {&s.N, cut}, {&s.K, kShortenedTerms}})
+        if (*d > at_most) *scale *= double(*d) / at_most, *d = at_most;
+    s.lda = s.form == MatmulForm::TN ? s.M : s.K;
+    s.ldb = s.form == MatmulForm::NT ? s.K : s.N;
+    s.ldc = s.N;
     return s;
 }
 
-// Seconds of one run of `m` with each of `backends`, timed on shortened_call(m) and scaled back
-// up. A call made inside a parallel region of n threads is timed as n copies side by side, and
-// counts 1/n. Each copy makes it several times (about 20 MFLOP in all) and times itself: in a
-// step such calls follow one another inside one region, so what the region's start and end
-// cost (waking the threads: milliseconds on a busy machine) is no part of theirs.
-static std::vector<double> time_call(const MatmulCall& m, const std::vector<MatmulBackend>& backends, int threads) {
-    double scale = 1;
-    const MatmulCall s = shortened_call(m, threads, &scale);
+// Seconds of one run of `s` (a shortened call) with each of `backends`. A call made inside a
+// parallel region of n threads is timed as n copies side by side, and counts 1/n. Each copy
+// makes it several times (about 20 MFLOP in all) and times itself: in a step such calls follow
+// one another inside one region, so what the region's start and end cost (waking the threads:
+// milliseconds on a busy machine) is no part of theirs.
+static std::vector<double> time_call(const MatmulCall& s, const std::vector<MatmulBackend>& backends) {
     const int copies = s.team;
     const double flops = 2.0 * s.M * s.N * double(s.K);
     const int reps = int(std::clamp(std::ceil(2e7 / std::max(flops, 1.0)), 1.0, 100.0));
@@ -268,21 +284,22 @@ static std::vector<double> time_call(const MatmulCall& m, const std::vector<Matm
         }
         return *std::max_element(each.begin(), each.end()) / copies;
     });
-    for (double& x : seconds) x *= scale;
     return seconds;
 }
 
 std::vector<std::vector<double>> time_matmul_call_sets(const std::vector<std::vector<MatmulCall>>& sets,
                                                        const std::vector<MatmulBackend>& backends, int threads) {
-    std::vector<MatmulCall> distinct;
+    std::vector<MatmulCall> distinct;          // shortened calls
     std::vector<std::vector<double>> seconds;  // one run of distinct[i] with each backend
     std::vector<std::vector<double>> ms(sets.size(), std::vector<double>(backends.size(), 0.0));
     for (size_t k = 0; k < sets.size(); k++)
         for (const MatmulCall& m : sets[k]) {
+            double scale = 1;
+            const MatmulCall s = shortened_call(m, threads, &scale);
             size_t i = 0;
-            while (i < distinct.size() && !distinct[i].same_call(m)) i++;
-            if (i == distinct.size()) distinct.push_back(m), seconds.push_back(time_call(m, backends, threads));
-            for (size_t b = 0; b < backends.size(); b++) ms[k][b] += 1000 * double(m.count) * seconds[i][b];
+            while (i < distinct.size() && !distinct[i].same_call(s)) i++;
+            if (i == distinct.size()) distinct.push_back(s), seconds.push_back(time_call(s, backends));
+            for (size_t b = 0; b < backends.size(); b++) ms[k][b] += 1000 * double(m.count) * scale * seconds[i][b];
         }
     return ms;
 }

@@ -11,10 +11,12 @@
 //   - those models run a few sequences a replica, not the run's batch (training_step_work):
 //     the calls are recorded at b and 2b sequences, which shows which of their sizes and counts
 //     grow with the batch, and grown to the run's; what they touch of memory stays small;
-//   - each distinct call is timed once per backend and size, not once per use;
-//   - a long call is timed cut short (shortened_call), each dimension to about 512 numbers per
-//     √thread, and its time scaled back up: past a few hundred rows, columns or terms the
-//     backends' blocks repeat, and each costs about what the last did.
+//   - a long call is timed cut short (shortened_call), its rows and columns to about 512 per
+//     √thread and its terms to 512, on tight operands, and its time scaled back up: past a few
+//     hundred rows, columns or terms the backends' blocks repeat, and each costs about what the
+//     last did;
+//   - each distinct call so cut is timed once per backend, not once per use: calls that differ
+//     only past the cut, or in their strides, share one timing.
 // The choice itself goes through startup_choice.h (remembered, the same on every rank). A
 // training run chooses its backend and its batch threads together (batch_threads.h); the apps
 // that only run forward passes choose the backend alone (choose_matmul).
@@ -75,6 +77,13 @@ struct ModelWork {
     std::vector<MatmulCall> calls;
     double other_ms = 0;
 };
+// Which of a step's calls grow with the sequences a replica runs: a one-block model's calls at
+// b and at 2b sequences a replica. Each replica makes the calls one model makes, so what one
+// batch threads setting recorded serves every other at the same b.
+struct BatchGrowth {
+    int b = 0;  // 0: nothing recorded yet
+    std::vector<MatmulCall> at_b, at_2b;
+};
 // One training micro-step of `config` with `train`'s batch and batch threads: the products of
 // a whole step (the optimizer's too), and the time of its forward and backward, the replicas'
 // gradients summed (Trainer::accumulate_gradient). The time is taken on b sequences a replica,
@@ -82,14 +91,18 @@ struct ModelWork {
 // first touch of the arenas' pages, oneDNN's first calls), and scaled to the run's sequences:
 // the work besides the products is done sequence by sequence. The optimizer's own loops are
 // left out: they are the same whatever the batch threads and the backend.
-// `timed_sequences` > 0 sets b (for tests).
+// `growth`, when given: used if it holds recordings at this b, else filled with this call's
+// own (so a second setting of batch threads builds one model fewer). `timed_sequences` > 0
+// sets b (for tests).
 ModelWork training_step_work(const GPTConfig& config, const TrainConfig& train, const TokenView& ids,
-                             int timed_sequences = 0);
+                             int timed_sequences = 0, BatchGrowth* growth = nullptr);
 // The step of training_step_work: `calls`, recorded at b sequences a replica, at `sequences` a
 // replica. Every size and count of a call that doubled between `at_b` and `at_2b` (the same
-// model's calls at b and at 2b sequences) grows in proportion. Nothing when the two recordings
-// do not pair up one to one that way (two calls that coincide at one batch and not at the
-// other), or when a call of `calls` is not among them.
+// model's calls at b and at 2b sequences) grows in proportion. A call of `calls` is looked up
+// in `at_b` as it is, else by everything but its team (the calls of replicas side by side are
+// one model's calls, run as a team). Nothing when the two recordings do not pair up one to one
+// that way (two calls that coincide at one batch and not at the other), or when a call of
+// `calls` is not among them once.
 std::optional<std::vector<MatmulCall>> calls_at_batch(std::vector<MatmulCall> calls,
                                                       const std::vector<MatmulCall>& at_b,
                                                       const std::vector<MatmulCall>& at_2b, int b, int sequences);
@@ -105,16 +118,20 @@ std::vector<MatmulCall> forward_matmuls(const GPTConfig& config, int B, int T);
 // this ends.
 std::vector<double> time_with_backends(const std::vector<MatmulBackend>& backends, const std::function<double()>& run);
 
-// `m` cut short for timing: each of M, N and K down to shortened_size(m, threads), and *scale
-// the factor its time is multiplied by (the ratio of the multiply-adds). Inside our parallel
-// regions (one thread) the size is 512; outside them 512·⌈√threads⌉, so that the output still
-// has about 512 × 512 numbers a thread to split over the threads as the whole call's does.
+// `m` cut short for timing: M and N down to shortened_size(m, threads), K down to
+// kShortenedTerms, its operands tight (each leading dimension the width of its own operand),
+// and *scale the factor its time is multiplied by (the ratio of the multiply-adds). Inside our
+// parallel regions (one thread) the size is 512; outside them 512·⌈√threads⌉, so that the
+// output still has about 512 × 512 numbers a thread to split over the threads as the whole
+// call's does.
+constexpr int kShortenedTerms = 512;
 int shortened_size(const MatmulCall& m, int threads);
 MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale);
 
-// The time in ms `calls` take with each of `backends` on `threads` threads: each distinct call
-// timed shortened, scaled back up, times its count; a call recorded inside a parallel region of
-// n threads is timed that way, n copies side by side, so each counts 1/n.
+// The time in ms `calls` take with each of `backends` on `threads` threads: each distinct
+// shortened call timed once, its time scaled back up and multiplied by the count of every call
+// it stands for; a call recorded inside a parallel region of n threads is timed that way, n
+// copies side by side, so each counts 1/n.
 std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,
                                       int threads);
 // The same for each of several sets of calls (ms[set][backend]), a call that is in more than one
