@@ -21,6 +21,7 @@
 
 #include "apps/flags.h"
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/kernels/peak.h"
 #include "lib/kernels/simd.h"
 #include "lib/model/count.h"
@@ -112,10 +113,15 @@ int main(int argc, char** argv) {
     app.add_flag("--products", products, "no steps: each distinct product of one step timed with each matmul backend");
     MatmulFlag matmul;
     matmul.add(app);
+    std::string way = to_string(matmul_bf16_backends().front());
+    app.add_option("--matmul_bf16", way, "onednn | widen: how the bf16 products run under --dtype=bfloat16 "
+                   "(train's flag; the default: the first that runs here)")->capture_default_str();
     return run_app(app, argc, argv, [&] {
         check(steps >= 1 && warmup >= 0, "--steps must be positive and --warmup >= 0");
         check_threads(threads, /*zero_is_default=*/true);
         matmul.validate();
+        check(way != "auto", "--matmul_bf16: bench times the way it is given (onednn or widen); train chooses");
+        matmul_bf16_use(parse_bf16_backend(way));
         if (threads > 0) omp_set_num_threads(threads);
         threads = omp_get_max_threads();
         openblas_set_num_threads(threads);
@@ -186,7 +192,8 @@ int main(int argc, char** argv) {
                                         {"parameters", P},
                                         {"ms_median", median}, {"ms_min", sorted.front()}, {"ms_max", sorted.back()},
                                         {"tokens_per_s", tokens / (median / 1000)}, {"gflops", gflops},
-                                        {"matmul", to_string(used)}, {"library_gflops", library},
+                                        {"matmul", to_string(used)}, {"matmul_bf16", to_string(matmul_bf16_backend())},
+                                        {"library_gflops", library},
                                         {"sgemm_ceiling_gflops", ceiling}, {"ceiling_ratio", gflops / ceiling},
                                         {"peak_f32_gflops", peak}, {"peak_ratio", gflops / peak},
                                         {"peak_bf16_gflops", peak_bf16},
@@ -204,7 +211,9 @@ int main(int argc, char** argv) {
                    batch_threads > 1
                        ? fmt::format(" ({} batch threads of {} rows)", batch_threads, batch_size / batch_threads)
                        : "",
-                   simd_current_target(), dtype, attention, recompute, steps, warmup);
+                   simd_current_target(),
+                   tc.dtype == DType::BFloat16 ? dtype + " (products: " + matmul_bf16_describe() + ")" : dtype,
+                   attention, recompute, steps, warmup);
         fmt::print("{}\n\n", matmul_line);
         fmt::print("  step time     {:.2f} ms median (min {:.2f}, max {:.2f})\n", median, sorted.front(),
                    sorted.back());

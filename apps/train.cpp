@@ -156,7 +156,9 @@ static RunData load_run_data(const TrainFlags& f, const ModelFlags& model, const
 }
 
 // `batch_threads_why`: why auto chose the batch threads ("" when a flag gave them).
-static void print_header(const Trainer& trainer, const RunData& d, int threads, const std::string& batch_threads_why) {
+// `way_why`: why the bf16 products take the way they do (read under bf16 only).
+static void print_header(const Trainer& trainer, const RunData& d, int threads, const std::string& batch_threads_why,
+                         const std::string& way_why) {
     const GPTConfig& c = trainer.model.config;
     const TrainConfig& tc = trainer.cfg;
     const Dist& dist = trainer.dist;
@@ -171,7 +173,8 @@ static void print_header(const Trainer& trainer, const RunData& d, int threads, 
                                                   tc.batch_threads, tc.batch_size / tc.batch_threads) : "",
                simd_current_target());
     fmt::print("{}", describe_optimizer(trainer.model.table, tc.optimizer, tc.muon, tc.adamw));
-    fmt::print("dtype: {}\n", tc.dtype == DType::BFloat16 ? "bfloat16 (products: " + matmul_bf16_describe() + ")"
+    fmt::print("dtype: {}\n", tc.dtype == DType::BFloat16 ? "bfloat16 (products: " + matmul_bf16_describe() + "; " +
+                                                                way_why + ")"
                                                           : std::string("float32"));
     fmt::print("attention: {}, recompute: {}\n", to_string(tc.activations.attention),
                to_string(tc.activations.recompute));
@@ -193,6 +196,7 @@ static void write_run_file(const CLI::App& app, const Trainer& t, const TrainFla
     }
     values["tokenizer"] = d.tok->name(), values["threads"] = std::to_string(threads);
     values["matmul"] = to_string(matmul_current());  // what auto chose: a replay must not choose again
+    if (t.cfg.dtype == DType::BFloat16) values["matmul_bf16"] = to_string(matmul_bf16_backend());
     if (t.cfg.time_budget > 0) omit.insert({"max_iters", "lr_decay_iters"});  // the clock plans them
     write_run_config(app, (fs::path(f.out_dir) / "run.toml").string(), values, omit);
 }
@@ -259,9 +263,11 @@ int main(int argc, char** argv) {
         // The backend and the batch threads, chosen together (each one's speed depends on the other).
         StepSetupFlags setup_flags;
         setup_flags.matmul = flags.matmul.value, setup_flags.batch_threads = parse_batch_threads(flags.batch_threads);
+        setup_flags.matmul_bf16 = flags.matmul_bf16;
         setup_flags.memory_bytes = available_memory_bytes(), setup_flags.resumed = d.resume ? &*d.ck : nullptr;
         const StepSetup setup = choose_step_setup(d.config, tc, threads, d.train, setup_flags, dist);
         matmul_use(setup.backend);
+        matmul_bf16_use(setup.way);
         tc.batch_threads = setup.batch_threads;
         Trainer trainer;
         trainer.dist = dist;
@@ -275,7 +281,7 @@ int main(int argc, char** argv) {
             trainer.tokenizer = d.tok->name();
             trainer.start(d.config, tc, d.vocab, d.train, d.val);
         }
-        print_header(trainer, d, threads, setup_flags.batch_threads == 0 ? setup.batch_threads_why : "");
+        print_header(trainer, d, threads, setup_flags.batch_threads == 0 ? setup.batch_threads_why : "", setup.way_why);
         fmt::print("matmul: {} ({})\n", to_string(setup.backend), setup.matmul_why);
         if (dist.rank == 0) write_run_file(app, trainer, flags, d, threads);
         BudgetPlan plan;
@@ -288,9 +294,11 @@ int main(int argc, char** argv) {
         // What the checkpoint records of how the run was started: the same for a run and its
         // resumption, so that a resumed run's checkpoint is the straight run's, byte for byte.
         // The split sizes too: resumed on other data, the sampler's state would draw other windows.
-        trainer.run_info = nlohmann::json{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size},
-                                          {"train_tokens", d.train.size()}, {"val_tokens", d.val.size()},
-                                          {"matmul", to_string(matmul_current())}}.dump();
+        nlohmann::json info{{"data", flags.data}, {"threads", threads}, {"world_size", dist.size},
+                            {"train_tokens", d.train.size()}, {"val_tokens", d.val.size()},
+                            {"matmul", to_string(matmul_current())}};
+        if (tc.dtype == DType::BFloat16) info["matmul_bf16"] = to_string(matmul_bf16_backend());
+        trainer.run_info = info.dump();
         if (d.resume) {
             const nlohmann::json was = nlohmann::json::parse(d.ck->progress.train_config, nullptr, false);
             check(

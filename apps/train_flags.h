@@ -14,6 +14,7 @@ struct TrainFlags {
     TrainConfig tc, preset_tc;  // a preset sets the training defaults too (train_preset)
     std::string data = "data/tinyshakespeare/input.txt", out_dir = "out-shakespeare-char", init_from = "scratch";
     std::string batch_threads = "auto", lr_decay, lr_replans, optimizer, dtype, attention, recompute;
+    std::string matmul_bf16 = "auto";
     TokenizerFlags tokenizer;
     int threads = 0;
     MatmulFlag matmul;
@@ -83,6 +84,11 @@ struct TrainFlags {
                        "build/prepare's (llm.c's) shards or nanoGPT's train.bin/val.bin, or a glob of shards "
                        "(docs/data.md)")->capture_default_str();
         matmul.add(app);
+        app.add_option("--matmul_bf16", matmul_bf16,
+                       "auto | onednn | widen: how the bf16 products run under --dtype=bfloat16 (onednn: its bf16 "
+                       "matmul, where the CPU has AVX512_BF16; widen: widened to float, on the --matmul backend; "
+                       "auto: timed with the backend and batch threads)")
+            ->capture_default_str();
         app.add_option(
             "--threads", threads,
             "threads for OpenBLAS and our loops (default: OMP_NUM_THREADS, else the cores / ranks on this host)");
@@ -112,6 +118,7 @@ struct TrainFlags {
               "--lr_decay_iters=N --warmup_iters=W it printed");
         check_threads(threads, /*zero_is_default=*/true);
         matmul.validate();
+        parse_matmul_bf16_flag(matmul_bf16);
         if (parse_batch_threads(batch_threads) > 0) c.batch_threads = parse_batch_threads(batch_threads);
         c.validate();
         return c;

@@ -174,6 +174,8 @@ TEST_CASE("eval, inspect, activations, bench, crosscheck, tokenize: bad numbers 
                       {"--batch_threads=5", "batch"},
                       {"--dtype=bf16", "dtype"},
                       {"--matmul=mkl", "--matmul"},
+                      {"--matmul_bf16=fast", "--matmul_bf16 must be"},
+                      {"--matmul_bf16=auto", "--matmul_bf16: bench times the way it is given"},
                       {"--attention=sdpa", "attention"},
                       {"--recompute=blocks", "recompute"},
                   });

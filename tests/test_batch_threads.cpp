@@ -43,6 +43,27 @@ struct Tiny {
     }
 };
 
+// The checkpoint at `path` of one step of `t`'s model with `train`, its train_config recording `run_info`.
+Checkpoint checkpoint_recording(const Tiny& t, const TrainConfig& train, const nlohmann::json& run_info,
+                                const std::string& path) {
+    Trainer tr;
+    tr.start(t.c, train, t.tok.vocab, t.ids, t.ids);
+    tr.run_info = run_info.dump();
+    tr.step();
+    tr.save(path);
+    return Checkpoint::load(path);
+}
+
+// What the app tests of auto share: a text, three scratch out_dirs and a start-up cache of their own.
+struct AutoRunDirs {
+    TempDir tmp;
+    std::string data, a, b, c, cache;
+    explicit AutoRunDirs(const char* name)
+        : tmp(name), data(write_file(tmp.path / "data.txt", breach_text())), a((tmp.path / "a").string()),
+          b((tmp.path / "b").string()), c((tmp.path / "c").string()),
+          cache("HANDGRAD_CACHE_DIR=" + (tmp.path / "cache").string() + " ") {}
+};
+
 }  // namespace
 
 TEST_CASE("--batch_threads is auto or a positive integer; auto considers the divisors of the batch that fit",
@@ -149,12 +170,7 @@ TEST_CASE("auto: untimed with nothing to choose, else the fastest backend and ba
         const std::string path = (dir.path / "ckpt.safetensors").string();
         TrainConfig two = t.tc;
         two.batch_threads = 2;
-        Trainer tr;
-        tr.start(t.c, two, t.tok.vocab, t.ids, t.ids);
-        tr.run_info = nlohmann::json{{"matmul", "highway"}}.dump();
-        tr.step();
-        tr.save(path);
-        const Checkpoint ck = Checkpoint::load(path);
+        const Checkpoint ck = checkpoint_recording(t, two, {{"matmul", "highway"}}, path);
         StepSetupFlags resumed;
         resumed.resumed = &ck;
         const StepSetup kept = choose_step_setup(t.c, t.tc, 2, t.ids, resumed);
@@ -293,59 +309,150 @@ TEST_CASE("a second batch threads setting grows its calls by the first's recordi
     CHECK(work(stunted) < 0.5 * work(whole));  // the replicas' products at 1 sequence each, not 4
 }
 
-TEST_CASE("train --batch_threads=auto is the run with the setting it printed, bit for bit; a second run takes it "
-          "from the cache; bad values get one line", "[apps][batch_threads]") {
-    TempDir tmp("handgrad-batch-threads");
-    const std::string data = write_file(tmp.path / "data.txt", breach_text());
-    const std::string a = (tmp.path / "a").string(), b = (tmp.path / "b").string(), c = (tmp.path / "c").string();
-    // kTiny's --matmul and --threads are replaced: the later flag wins.
-    const std::string common = bin("train") + kTiny + " --max_iters=6 --eval_interval=3 --dropout=0.1 --threads=2"
-                               " --matmul=auto --data=" + data;
-    const std::string cache = "HANDGRAD_CACHE_DIR=" + (tmp.path / "cache").string() + " ";
-    const Run autorun = run(cache + common + " --out_dir=" + a);
-    INFO(autorun.output);
-    REQUIRE(autorun.status == 0);
-    std::smatch m;
-    REQUIRE(std::regex_search(autorun.output, m, std::regex("batch threads: ([0-9]+) \\(auto: ")));
-    const std::string chosen = m[1];
-    CHECK((chosen == "1" || chosen == "2"));
-    CHECK(autorun.output.find("timed in") != std::string::npos);
-    // The same matmul backend too: another one would be another run (lib/kernels/matmul.h).
-    REQUIRE(std::regex_search(autorun.output, m, std::regex("matmul: ([a-z]+) ")));
-    const std::string backend = m[1];
-    const Run explicit_run = run(cache + common + " --batch_threads=" + chosen + " --matmul=" + backend +
-                                 " --out_dir=" + b);
-    INFO(explicit_run.output);
-    REQUIRE(explicit_run.status == 0);
-    CHECK(explicit_run.output.find("(auto: ") == std::string::npos);
-    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 10);
+TEST_CASE("under bf16 the options are every way of the bf16 products with every R and backend; a flag or a "
+          "checkpoint leaves one way; a float run has none", "[batch_threads][bf16]") {
+    Tiny t;
+    t.tc.batch_size = 4;
+    t.tc.dtype = DType::BFloat16;
+    TempDir tmp("handgrad-bf16-options");
+    const CacheDir cache(tmp.path.string());
+    const size_t nb = matmul_backends().size();
+    const StepSetup all = choose_step_setup(t.c, t.tc, 2, t.ids, StepSetupFlags{});
+    INFO(all.way_why);
+    CHECK(all.ways == matmul_bf16_backends());
+    REQUIRE(all.choice.ms.size() == all.ways.size() * 2 * nb);
+    const size_t fastest = std::min_element(all.choice.ms.begin(), all.choice.ms.end()) - all.choice.ms.begin();
+    CHECK(all.choice.taken == fastest);
+    CHECK(all.way == all.ways[fastest / (2 * nb)]);
+    CHECK(all.batch_threads == all.Rs[fastest / nb % 2]);
+    CHECK(all.backend == matmul_backends()[fastest % nb]);
+    CHECK(all.way_why.find(all.ways.size() == 2 ? " with widen" : "auto: the only way here") != std::string::npos);
 
-    // The second run with auto: remembered, the same choices, the same run.
-    const Run second = run(cache + common + " --out_dir=" + c);
-    INFO(second.output);
-    REQUIRE(second.status == 0);
-    CHECK(second.output.find("batch threads: " + chosen + " (auto: ") != std::string::npos);
-    CHECK(second.output.find("matmul: " + backend + " (auto: ") != std::string::npos);
-    CHECK(second.output.find("remembered from an earlier run") != std::string::npos);
-    CHECK(second.output.find("timed in") == std::string::npos);
-    CHECK(check_same_tensors(a + "/ckpt.safetensors", c + "/ckpt.safetensors") > 10);
+    StepSetupFlags flags;
+    flags.matmul_bf16 = "widen";
+    const StepSetup given = choose_step_setup(t.c, t.tc, 2, t.ids, flags);
+    CHECK(given.ways == std::vector<Bf16Backend>{Bf16Backend::Widen});
+    CHECK(given.way == Bf16Backend::Widen);
+    CHECK(given.way_why == "as --matmul_bf16 says");
+    CHECK(given.choice.ms.size() == 2 * nb);
+    flags.matmul_bf16 = "fast";
+    CHECK_THROWS_WITH(choose_step_setup(t.c, t.tc, 2, t.ids, flags),
+                      Catch::Contains("--matmul_bf16 must be auto, onednn or widen (got 'fast')"));
 
-    // The replay of the first run from its run.toml: both settings given, nothing timed, the same run.
-    const Run replay = run(cache + bin("train") + " --config=" + a + "/run.toml --out_dir=" + b);
-    INFO(replay.output);
-    REQUIRE(replay.status == 0);
-    CHECK(replay.output.find("matmul: " + backend + " (as --matmul says)") != std::string::npos);
-    CHECK(replay.output.find("(auto: ") == std::string::npos);
-    CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 10);
+    TrainConfig f = t.tc;
+    f.dtype = DType::Float32;
+    const StepSetup float_run = choose_step_setup(t.c, f, 2, t.ids, StepSetupFlags{});
+    CHECK(float_run.ways.size() == 1);
+    CHECK(float_run.way_why.empty());
+    CHECK(float_run.choice.ms.size() == 2 * nb);
 
+    // A checkpoint that records the widened way: kept, whatever else it leaves open.
+    const std::string path = (tmp.path / "ckpt.safetensors").string();
+    TrainConfig one = t.tc;
+    one.batch_threads = 1;
+    const Checkpoint ck = checkpoint_recording(t, one, {{"matmul_bf16", "widen"}}, path);
+    StepSetupFlags resumed;
+    resumed.resumed = &ck;
+    const StepSetup kept = choose_step_setup(t.c, t.tc, 2, t.ids, resumed);
+    CHECK(kept.ways == std::vector<Bf16Backend>{Bf16Backend::Widen});
+    CHECK(kept.way_why == "auto: as the checkpoint was trained");
+    // What a checkpoint records is informational: junk, or a way that cannot run here, is no record.
+    CHECK_FALSE(recorded_matmul_bf16("not json"));
+    CHECK_FALSE(recorded_matmul_bf16(R"({"matmul_bf16": 3})"));
+    CHECK_FALSE(recorded_matmul_bf16(R"({"matmul_bf16": "fast"})"));
+    CHECK(recorded_matmul_bf16(R"({"matmul_bf16": "onednn"})").has_value() == (matmul_bf16_backends().size() == 2));
+}
+
+TEST_CASE("train --batch_threads=auto is the run with the settings it printed, bit for bit, in either dtype; a "
+          "second run takes them from the cache; bad values get one line", "[apps][batch_threads][bf16]") {
+    for (const std::string dtype : {"float32", "bfloat16"}) {
+        INFO(dtype);
+        const AutoRunDirs dirs("handgrad-batch-threads");
+        const std::string &a = dirs.a, &b = dirs.b, &c = dirs.c, &cache = dirs.cache;
+        // kTiny's --matmul and --threads are replaced: the later flag wins.
+        const std::string common = bin("train") + kTiny + " --max_iters=6 --eval_interval=3 --dropout=0.1 --threads=2"
+                                   " --matmul=auto --dtype=" + dtype + " --data=" + dirs.data;
+        const Run autorun = run(cache + common + " --out_dir=" + a);
+        INFO(autorun.output);
+        REQUIRE(autorun.status == 0);
+        std::smatch m;
+        REQUIRE(std::regex_search(autorun.output, m, std::regex("batch threads: ([0-9]+) \\(auto: ")));
+        const std::string chosen = m[1];
+        CHECK((chosen == "1" || chosen == "2"));
+        CHECK(autorun.output.find("timed in") != std::string::npos);
+        // The same matmul backend too, and under bf16 the same way: another one would be another run
+        // (lib/kernels/matmul.h, matmul_bf16.h).
+        REQUIRE(std::regex_search(autorun.output, m, std::regex("matmul: ([a-z]+) ")));
+        const std::string backend = m[1];
+        std::string way;
+        if (dtype == "bfloat16") {
+            REQUIRE(std::regex_search(autorun.output, m, std::regex("dtype: bfloat16 \\(products: ([a-z]+) ")));
+            way = m[1];
+            const bool two_ways = matmul_bf16_backends().size() == 2;
+            CHECK(autorun.output.find(two_ways ? " with widen" : "auto: the only way here") != std::string::npos);
+        }
+        const Run explicit_run = run(cache + common + " --batch_threads=" + chosen + " --matmul=" + backend +
+                                     (way.empty() ? "" : " --matmul_bf16=" + way) + " --out_dir=" + b);
+        INFO(explicit_run.output);
+        REQUIRE(explicit_run.status == 0);
+        CHECK(explicit_run.output.find("auto: ") == std::string::npos);
+        CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 10);
+
+        // The second run with auto: remembered, the same choices, the same run.
+        const Run second = run(cache + common + " --out_dir=" + c);
+        INFO(second.output);
+        REQUIRE(second.status == 0);
+        CHECK(second.output.find("batch threads: " + chosen + " (auto: ") != std::string::npos);
+        CHECK(second.output.find("matmul: " + backend + " (auto: ") != std::string::npos);
+        if (!way.empty()) CHECK(second.output.find("products: " + way) != std::string::npos);
+        CHECK(second.output.find("remembered from an earlier run") != std::string::npos);
+        CHECK(second.output.find("timed in") == std::string::npos);
+        CHECK(check_same_tensors(a + "/ckpt.safetensors", c + "/ckpt.safetensors") > 10);
+
+        // The replay of the first run from its run.toml: every setting given, nothing timed, the same run.
+        const Run replay = run(cache + bin("train") + " --config=" + a + "/run.toml --out_dir=" + b);
+        INFO(replay.output);
+        REQUIRE(replay.status == 0);
+        CHECK(replay.output.find("matmul: " + backend + " (as --matmul says)") != std::string::npos);
+        if (!way.empty()) CHECK(replay.output.find("; as --matmul_bf16 says)") != std::string::npos);
+        CHECK(replay.output.find("auto: ") == std::string::npos);
+        CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 10);
+    }
+    const AutoRunDirs dirs("handgrad-batch-threads");
+    const std::string common = bin("train") + kTiny + " --max_iters=6 --eval_interval=3 --threads=2 --data=" + dirs.data;
     // One thread: nothing to choose, nothing timed.
-    const Run single = run(cache + common + " --threads=1 --matmul=openblas --out_dir=" + b);
+    const Run single = run(dirs.cache + common + " --threads=1 --matmul=openblas --out_dir=" + dirs.b);
     INFO(single.output);
     CHECK(single.status == 0);
     CHECK(single.output.find("batch threads: 1 (auto: one thread)") != std::string::npos);
 
     for (const char* bad : {"0", "-1", "3", "two", "2.5", "auto2"}) {
         INFO(bad);
-        expect_error(run(common + " --batch_threads=" + bad + " --out_dir=" + b), "batch_threads");
+        expect_error(run(common + " --batch_threads=" + bad + " --out_dir=" + dirs.b), "batch_threads");
     }
+}
+
+TEST_CASE("train --dtype=bfloat16: a resumed run keeps its checkpoint's way of the bf16 products; bad values of "
+          "--matmul_bf16 get one line", "[apps][batch_threads][bf16]") {
+    const AutoRunDirs dirs("handgrad-bf16-way");
+    const std::string common = bin("train") + kTiny + " --max_iters=6 --lr_decay_iters=6 --eval_interval=3"
+                               " --threads=2 --matmul=auto --dtype=bfloat16 --data=" + dirs.data;
+    // Widened by flag, stopped at 3 and resumed with auto: the checkpoint's way, the straight run's bits.
+    const std::string widen = dirs.cache + common + " --batch_threads=1 --matmul=highway --matmul_bf16=widen";
+    REQUIRE(run(widen + " --out_dir=" + dirs.b).status == 0);
+    REQUIRE(run(widen + " --max_iters=3 --out_dir=" + dirs.c).status == 0);
+    const Run resumed = run(dirs.cache + common + " --max_iters=6 --init_from=resume --out_dir=" + dirs.c);
+    INFO(resumed.output);
+    REQUIRE(resumed.status == 0);
+    CHECK(resumed.output.find("products: widen") != std::string::npos);
+    CHECK(resumed.output.find("; auto: as the checkpoint was trained)") != std::string::npos);
+    CHECK(check_same_tensors(dirs.b + "/ckpt.safetensors", dirs.c + "/ckpt.safetensors") > 10);
+
+    for (const char* bad : {"bf16", "oneDNN", "auto2"}) {
+        INFO("'" << bad << "'");
+        expect_error(run(common + " --matmul_bf16=" + bad + " --out_dir=" + dirs.b),
+                     "--matmul_bf16 must be auto, onednn or widen");
+    }
+    if (matmul_bf16_backends().size() == 1)
+        expect_error(run(common + " --matmul_bf16=onednn --out_dir=" + dirs.b), "--matmul_bf16=onednn: ");
 }

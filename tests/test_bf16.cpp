@@ -251,3 +251,43 @@ TEST_CASE("bf16 products from two threads at once, each in a nested parallel loo
     CHECK(wrong[0] == 0);
     CHECK(wrong[1] == 0);
 }
+
+TEST_CASE("bf16 products as recorded calls: recording notes each one, bf16, and skips it when asked; run from "
+          "the record, a call computes what the layer's function does, each way", "[bf16][matmul]") {
+    const int M = 24, N = 40, K = 72, ld = 80;
+    Rng rng(5);
+    std::vector<float> af(size_t(M) * ld), bf(size_t(N) * ld);
+    for (float& x : af) x = float(rng.normal());
+    for (float& x : bf) x = float(rng.normal());
+    std::vector<bf16> a(af.size()), b(bf.size());
+    bf16_round(a.data(), af.data(), af.size()), bf16_round(b.data(), bf.data(), bf.size());
+    for (Bf16Backend way : matmul_bf16_backends()) {
+        INFO(to_string(way));
+        matmul_bf16_use(way);
+        CHECK(matmul_bf16_backend() == way);
+        std::vector<float> c(size_t(M) * ld, 7.0f), again = c;
+        std::vector<MatmulCall> calls;
+        matmul_record(&calls, /*compute=*/false);
+        matmul_bf16_nt({c.data(), M, N, ld}, {a.data(), M, K, ld}, {b.data(), N, K, ld}, 1.0f, 1.0f);
+        matmul_bf16_nt({c.data(), M, N, ld}, {a.data(), M, K, ld}, {b.data(), N, K, ld}, 1.0f, 1.0f);
+        matmul_record(nullptr);
+        CHECK(c == again);  // not computed
+        REQUIRE(calls.size() == 1);
+        const MatmulCall m = calls[0];
+        CHECK((m.bf16 && m.form == MatmulForm::NT && m.M == M && m.N == N && m.K == K && m.count == 2));
+        CHECK((m.lda == ld && m.ldb == ld && m.ldc == ld && m.beta == 1.0f && m.team == 1));
+        matmul_bf16_nt({c.data(), M, N, ld}, {a.data(), M, K, ld}, {b.data(), N, K, ld}, 1.0f, 1.0f);
+        matmul_bf16_run(m, again.data(), a.data(), b.data());
+        CHECK(c == again);  // the same way, the same bits
+        // Recording while computing: computed as well.
+        matmul_record(&calls, /*compute=*/true);
+        matmul_bf16_nt({c.data(), M, N, ld}, {a.data(), M, K, ld}, {b.data(), N, K, ld}, 1.0f, 1.0f);
+        matmul_record(nullptr);
+        CHECK(c != again);
+    }
+    matmul_bf16_force_widen(false);
+    CHECK(matmul_bf16_backend() == matmul_bf16_backends().front());
+    CHECK_THROWS_WITH(parse_bf16_backend("fast"), Catch::Contains("--matmul_bf16 must be auto, onednn or widen"));
+    if (matmul_bf16_backends().size() == 1)
+        CHECK_THROWS_WITH(matmul_bf16_use(Bf16Backend::OneDNN), Catch::Contains(matmul_bf16_no_onednn()));
+}

@@ -235,45 +235,48 @@ TEST_CASE("the calls of one and two blocks carried to n_layer are the whole mode
     CHECK(total > 4 * 6);  // at least forward and backward of every block's linears
 }
 
-// matmul_choice.h: under bf16 the linear layers' products are not the backend's where oneDNN's
-// bf16 matmul runs them, so auto is timed on the float products left; widened, they are float
-// products and recorded. Attention's products are bf16 too (materialized attention's sgemm path, at
-// every shape; flash attention's are kernels of its own), so with oneDNN's bf16 nothing is left to
-// time, and the choice says so instead of timing nothing.
-TEST_CASE("auto's recording under bf16: the float products only, or all of them when bf16 is widened",
-          "[matmul][bf16]") {
+// matmul_choice.h: under bf16 the products with bf16 inputs are recorded as bf16 calls, the same
+// whichever way runs them (nothing is computed while recording). Attention's products are bf16
+// too (materialized attention's sgemm path, at every shape; flash attention's are kernels of its
+// own). On oneDNN's bf16 primitive a bf16 call's time is one for every backend, so a step of bf16
+// calls alone leaves the backend nothing to decide, and the choice says so instead of timing noise.
+TEST_CASE("auto's recording under bf16: every product a bf16 call, whichever way runs them; on oneDNN's bf16 "
+          "the backend has nothing to decide", "[matmul][bf16]") {
     GPTConfig c = preset("course");
     c.n_layer = 2, c.block_size = 16, c.vocab_size = 30;
     TrainConfig tc;
     tc.batch_size = 4, tc.batch_threads = 1, tc.dtype = DType::BFloat16;
     tc.activations.attention = AttentionKind::Materialized;
     const std::vector<int> ids = random_ids(c.vocab_size, 2000);
-    const auto total = [&](const std::vector<MatmulCall>& calls) {
+    const auto total = [&](const std::vector<MatmulCall>& calls, bool bf16) {
         long n = 0;
-        for (const MatmulCall& m : calls) n += m.count;
+        for (const MatmulCall& m : calls) n += m.bf16 == bf16 ? m.count : 0;
         return n;
     };
-    matmul_bf16_force_widen(true);
-    const long widened = total(training_step_matmuls(c, tc, ids));
+    for (Bf16Backend way : matmul_bf16_backends()) {
+        INFO(to_string(way));
+        matmul_bf16_use(way);
+        const std::vector<MatmulCall> calls = training_step_matmuls(c, tc, ids);
+        // (2 blocks · 4 linear layers + the head) · 3 products, and attention's 2 + 4 per (b, h)
+        // and block (T 16: one row block)
+        CHECK(total(calls, true) == (2 * 4 + 1) * 3 + 2 * tc.batch_size * c.n_head * 6);
+        CHECK(total(calls, false) == 0);
+        TrainConfig flash = tc;  // flash attention: no product of matmul.h's
+        flash.activations.attention = AttentionKind::Flash;
+        CHECK(total(training_step_matmuls(c, flash, ids), true) == (2 * 4 + 1) * 3);
+        // Timed: widened, each backend its own time; on oneDNN's bf16, one time for all.
+        const std::vector<double> ms = time_matmul_calls(calls, matmul_backends(), 1);
+        for (double t : ms) CHECK(t > 0);
+        if (way == Bf16Backend::OneDNN) {
+            CHECK(no_float_products(ms));
+            TempDir tmp("handgrad-bf16-auto");
+            const CacheDir cache(tmp.path.string());
+            const MatmulChoice choice = choose_matmul("auto", "bf16 test", [&] { return calls; }, 1);
+            CHECK(choice.backend == matmul_backends()[0]);
+            CHECK(choice.why.find("no float products") != std::string::npos);
+        }
+    }
     matmul_bf16_force_widen(false);
-    const std::vector<MatmulCall> bf16 = training_step_matmuls(c, tc, ids);
-    CAPTURE(widened, total(bf16));
-    // (2 blocks · 4 linear layers + the head) · 3 products, and attention's 2 + 4 per (b, h) and
-    // block (T 16: one row block)
-    CHECK(widened == (2 * 4 + 1) * 3 + 2 * tc.batch_size * c.n_head * 6);
-    TrainConfig flash = tc;  // flash attention: no product of the backend's
-    flash.activations.attention = AttentionKind::Flash;
-    matmul_bf16_force_widen(true);
-    CHECK(total(training_step_matmuls(c, flash, ids)) == (2 * 4 + 1) * 3);
-    matmul_bf16_force_widen(false);
-    if (matmul_bf16_backend() != Bf16Backend::OneDNN) return;
-    CHECK(bf16.empty());
-    if (matmul_backends().size() < 2) return;
-    TempDir tmp("handgrad-bf16-auto");
-    const CacheDir cache(tmp.path.string());
-    const MatmulChoice choice = choose_matmul("auto", "bf16 test", [&] { return bf16; }, 1);
-    CHECK(choice.backend == matmul_backends()[0]);
-    CHECK(choice.why.find("no float products") != std::string::npos);
 }
 
 TEST_CASE("a training run on each backend repeats itself bit for bit, and the two agree to float rounding",
@@ -497,6 +500,14 @@ TEST_CASE("the remembered choice's key changes with everything the times depend 
     t.batch_threads = 1;
     CHECK(training_matmul_key(c, t, threads) != training_matmul_key(c, tc, threads));
     CHECK(step_choice_key(c, t, threads) == step_choice_key(c, tc, threads));
+    // Under bf16 the matmul key is for one way of the bf16 products; the joint choice has them among its options.
+    t = tc, t.dtype = DType::BFloat16;
+    matmul_bf16_force_widen(true);
+    const std::string widened = training_matmul_key(c, t, threads), widened_step = step_choice_key(c, t, threads);
+    matmul_bf16_force_widen(false);
+    CHECK(widened.find("bf16 widen") != std::string::npos);
+    if (matmul_bf16_backends().size() == 2) CHECK(training_matmul_key(c, t, threads) != widened);
+    CHECK(step_choice_key(c, t, threads) == widened_step);
     // A forward pass's key: its rows, its length and the threads.
     const std::string fwd = forward_matmul_key(c, 1, 64, threads);
     CHECK(forward_matmul_key(c, 2, 64, threads) != fwd);

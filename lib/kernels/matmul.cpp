@@ -24,18 +24,24 @@ static std::mutex g_record_lock;
 
 bool MatmulCall::same_call(const MatmulCall& o) const {
     return form == o.form && M == o.M && N == o.N && K == o.K && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
-           beta == o.beta && team == o.team;
+           beta == o.beta && team == o.team && bf16 == o.bf16;
 }
 
-static void record(MatmulForm form, int M, int N, int K, int lda, int ldb, int ldc, float beta) {
+static void record(MatmulForm form, int M, int N, int K, int lda, int ldb, int ldc, float beta, bool bf16) {
     std::lock_guard<std::mutex> hold(g_record_lock);
     std::vector<MatmulCall>* sink = g_record.load();
     if (!sink) return;
     const int team = omp_in_parallel() ? omp_get_team_size(omp_get_active_level()) : 1;
-    MatmulCall c{form, M, N, K, lda, ldb, ldc, beta, team, 1};
+    MatmulCall c{form, M, N, K, lda, ldb, ldc, beta, team, 1, bf16};
     for (MatmulCall& seen : *sink)
         if (seen.same_call(c)) return void(seen.count++);
     sink->push_back(c);
+}
+
+bool matmul_note_bf16(MatmulForm form, int M, int N, int K, int lda, int ldb, int ldc, float beta) {
+    if (!g_record.load(std::memory_order_relaxed)) return true;
+    record(form, M, N, K, lda, ldb, ldc, beta, /*bf16=*/true);
+    return g_record_computes.load();
 }
 
 // A single-threaded sgemm with gemm's arguments (row-major, ta/tb transposes).
@@ -99,12 +105,8 @@ static void onednn_sgemm(bool ta, bool tb, float* c, const float* a, const float
 #endif
 
 // c = alpha·op(a)·op(b) + beta·c, row-major; ta/tb say which operand is transposed.
-static void product(MatmulForm form, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
-                    int lda, int ldb, int ldc, float alpha, float beta) {
-    if (g_record.load(std::memory_order_relaxed)) {
-        record(form, M, N, K, lda, ldb, ldc, beta);
-        if (!g_record_computes.load()) return;
-    }
+static void unrecorded_product(MatmulForm form, bool ta, bool tb, float* c, const float* a, const float* b, int M,
+                               int N, int K, int lda, int ldb, int ldc, float alpha, float beta) {
     const MatmulBackend backend = g_backend.load(std::memory_order_relaxed);
     if (backend == MatmulBackend::Highway)
         return split_product(gemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
@@ -113,6 +115,23 @@ static void product(MatmulForm form, bool ta, bool tb, float* c, const float* a,
         return split_product(onednn_sgemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
 #endif
     split_product(openblas_sgemm, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+}
+
+// The same, recorded while recording is on (and then, without computing, only recorded).
+static void product(MatmulForm form, bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K,
+                    int lda, int ldb, int ldc, float alpha, float beta) {
+    if (g_record.load(std::memory_order_relaxed)) {
+        record(form, M, N, K, lda, ldb, ldc, beta, /*bf16=*/false);
+        if (!g_record_computes.load()) return;
+    }
+    unrecorded_product(form, ta, tb, c, a, b, M, N, K, lda, ldb, ldc, alpha, beta);
+}
+
+void matmul_widened(MatmulForm form, Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta) {
+    assert(matmul_shapes_agree(form, c, a, b));
+    const int K = form == MatmulForm::TN ? a.rows : a.cols;
+    unrecorded_product(form, form == MatmulForm::TN, form == MatmulForm::NT, c.data, a.data, b.data, c.rows, c.cols,
+                       K, a.ld, b.ld, c.ld, alpha, beta);
 }
 
 const char* to_string(MatmulForm f) { return f == MatmulForm::NT ? "nt" : f == MatmulForm::TN ? "tn" : "nn"; }

@@ -74,24 +74,33 @@ std::vector<MatmulBackend> matmul_backends(); // the available ones, OpenBLAS fi
 void matmul_use(MatmulBackend b);
 MatmulBackend matmul_current();
 
-// One product as a layer called it: which form, its sizes, its strides, beta, and the threads
-// of the parallel region of ours it ran in (then single-threaded, side by side with as many
-// others; 1: outside any, split over the process's threads).
+// One product as a layer called it: which form, its sizes, its strides, beta, the threads of
+// the parallel region of ours it ran in (then single-threaded, side by side with as many
+// others; 1: outside any, split over the process's threads), and whether its inputs are bf16
+// (matmul_bf16.h).
 struct MatmulCall {
     MatmulForm form = MatmulForm::NN;
     int M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
     float beta = 0;
     int team = 1;
     long count = 0;  // how many times the recorded work made this call
+    bool bf16 = false;
     bool nested() const { return team > 1; }
     bool same_call(const MatmulCall& o) const;
 };
-// While `sink` is set, every product is also appended to it (merged with an equal call by its
-// count); nullptr stops recording. With compute = false the recorded products are not
-// computed (their outputs keep what they held): what is left of the work is everything else,
-// for timing that on its own. For calibration only: recording takes a lock per product.
+// While `sink` is set, every product, float or bf16, is also appended to it (merged with an
+// equal call by its count); nullptr stops recording. With compute = false the recorded products
+// are not computed (their outputs keep what they held): what is left of the work is everything
+// else, for timing that on its own. For calibration only: recording takes a lock per product.
 void matmul_record(std::vector<MatmulCall>* sink, bool compute = true);
-// Runs `call` once (alpha 1) with the current backend on the given buffers.
+// Runs a float `call` once (alpha 1) with the current backend on the given buffers.
 void matmul_run(const MatmulCall& call, float* c, const float* a, const float* b);
+
+// For matmul_bf16.cpp: notes a bf16 product while recording is on, and says whether to compute
+// it (false while recording without computing).
+bool matmul_note_bf16(MatmulForm form, int M, int N, int K, int lda, int ldb, int ldc, float beta);
+// For matmul_bf16.cpp: the float product of widened bf16 inputs, as matmul_nt/nn/tn computes it
+// but not recorded (the bf16 call was).
+void matmul_widened(MatmulForm form, Mat<float> c, Mat<const float> a, Mat<const float> b, float alpha, float beta);
 
 }  // namespace hg

@@ -1,5 +1,6 @@
-// batch_threads.h — how a process's threads share a step (trainer.h), and which backend runs its
-// products: the two start-up choices of a training run, made together.
+// batch_threads.h — how a process's threads share a step (trainer.h), which backend runs its
+// products, and under bf16 which way its bf16 products take: the start-up choices of a training
+// run, made together.
 //
 // batch_threads = 1 puts all threads on every layer of one model; R > 1 gives R batch threads a
 // replica each, on B/R rows apiece. Which is faster depends on the model, the batch and the
@@ -17,16 +18,18 @@
 //     summed (the same with its products not computed)
 //
 // (the optimizer's own loops, the same for every pair, are left out of the estimate)
-// and the fastest pair is taken. Both parts are measured on models of one and two blocks
+// and the fastest pair is taken. Under --dtype=bfloat16 the bf16 products' way
+// (matmul_bf16.h: oneDNN's bf16 primitive, or widened to float and run on the backend) is a
+// third part of each option: every way with every pair, its products timed that way. Both parts are measured on models of one and two blocks
 // running a few sequences a replica, carried to n_layer and to the run's batch
 // (training_step_work), so a deep model's start-up runs small models (docs/performance.md says
 // what it costs). The answer is remembered (startup_choice.h), so the next run with the same
-// shapes times nothing; a flag that gives the backend or R, or a resumed checkpoint that
-// records them, leaves only the other to choose, or nothing.
+// shapes times nothing; a flag that gives the backend, R or the way, or a resumed checkpoint
+// that records them, leaves only the others to choose, or nothing.
 //
 // Every setting computes the same step (to float rounding: the sums over rows split
 // differently, and each backend tiles its sums its own way), and a run with auto is, bit for
-// bit, the run with the pair it chose given as flags: the timing runs on models of its own,
+// bit, the run with the settings it chose given as flags: the timing runs on models of its own,
 // discarded before the run's model is built, so the run's weights, sampler and iteration are
 // never touched.
 #pragma once
@@ -38,6 +41,7 @@
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/data/token_view.h"
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/model/config.h"
 #include "lib/process/dist.h"
 #include "lib/train/startup_choice.h"
@@ -57,6 +61,7 @@ std::vector<int> batch_threads_candidates(int batch_size, int threads, const std
 // What the flags and the run leave to choose.
 struct StepSetupFlags {
     std::string matmul = "auto";          // --matmul
+    std::string matmul_bf16 = "auto";     // --matmul_bf16 (under --dtype=bfloat16)
     int batch_threads = 0;                // --batch_threads (0: auto)
     std::optional<double> memory_bytes;   // what the run can allocate (nothing: unknown, every R fits)
     const Checkpoint* resumed = nullptr;  // a resumed run's checkpoint: it keeps what that records
@@ -65,12 +70,21 @@ struct StepSetupFlags {
 struct StepSetup {
     MatmulBackend backend = MatmulBackend::OpenBLAS;
     int batch_threads = 1;
-    std::string matmul_why, batch_threads_why;  // for the run's header lines
-    // The options (every backend for every R, R outer) and how one was taken.
+    Bf16Backend way = Bf16Backend::Widen;  // the bf16 products' (a float run: the one in use, untimed)
+    std::string matmul_why, batch_threads_why, way_why;  // for the run's header lines (way_why: bf16 only)
+    // The options (every way, R and backend: way outer, backend inner) and how one was taken.
+    std::vector<Bf16Backend> ways;
     std::vector<MatmulBackend> backends;
     std::vector<int> Rs;
     StartupChoice choice;
 };
+
+// --matmul_bf16: "auto" (nullopt) or a way of matmul_bf16.h; hg::Error for anything else, or
+// for onednn where it cannot run.
+std::optional<Bf16Backend> parse_matmul_bf16_flag(const std::string& s);
+// The way a checkpoint's train_config JSON records under "matmul_bf16" (train writes it beside
+// the TrainConfig), when it runs here; nullopt otherwise (informational, so never an error).
+std::optional<Bf16Backend> recorded_matmul_bf16(const std::string& train_config);
 
 // The backend and batch threads of a run of `config` with `train` (its batch_threads is
 // ignored) on `threads` threads, drawing batches from `ids` for the timing. Under MPI every rank

@@ -11,6 +11,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/tensor.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/model/gpt.h"
 #include "lib/model/memory_check.h"
 #include "lib/train/startup_cache.h"
@@ -253,25 +254,37 @@ MatmulCall shortened_call(const MatmulCall& m, int threads, double* scale) {
     return s;
 }
 
-// Seconds of one run of `s` (a shortened call) with each of `backends`. A call made inside a
-// parallel region of n threads is timed as n copies side by side, and counts 1/n. Each copy
-// makes it several times (about 20 MFLOP in all) and times itself: in a step such calls follow
-// one another inside one region, so what the region's start and end cost (waking the threads:
-// milliseconds on a busy machine) is no part of theirs.
+// Seconds of one run of `s` (a shortened call) with each of `backends`, a bf16 call the way in
+// use (matmul_bf16.h). A call made inside a parallel region of n threads is timed as n copies
+// side by side, and counts 1/n. Each copy makes it several times (about 20 MFLOP in all) and
+// times itself: in a step such calls follow one another inside one region, so what the region's
+// start and end cost (waking the threads: milliseconds on a busy machine) is no part of theirs.
+// A bf16 call on oneDNN's bf16 primitive runs no float backend: it is timed once, and that time
+// stands for every backend.
 static std::vector<double> time_call(const MatmulCall& s, const std::vector<MatmulBackend>& backends) {
     const int copies = s.team;
     const double flops = 2.0 * s.M * s.N * double(s.K);
     const int reps = int(std::clamp(std::ceil(2e7 / std::max(flops, 1.0)), 1.0, 100.0));
     std::vector<Arena<float>> a(copies), b(copies), c(copies);
+    std::vector<Arena<bf16>> a16(copies), b16(copies);
     for (int t = 0; t < copies; t++) {
         a[t] = Arena<float>(a_size(s)), b[t] = Arena<float>(b_size(s)), c[t] = Arena<float>(c_size(s));
         for (size_t i = 0; i < a[t].size(); i++) a[t].data()[i] = float(i % 7) * 0.01f;
         for (size_t i = 0; i < b[t].size(); i++) b[t].data()[i] = float(i % 5) * 0.01f;
+        if (s.bf16) {
+            a16[t] = Arena<bf16>(a_size(s)), b16[t] = Arena<bf16>(b_size(s));
+            bf16_round(a16[t].data(), a[t].data(), a[t].size()), bf16_round(b16[t].data(), b[t].data(), b[t].size());
+        }
     }
-    std::vector<double> seconds = time_with_backends(backends, [&] {
+    const auto run = [&](int t) {
+        if (s.bf16) matmul_bf16_run(s, c[t].data(), a16[t].data(), b16[t].data());
+        else matmul_run(s, c[t].data(), a[t].data(), b[t].data());
+    };
+    const bool one_way = s.bf16 && matmul_bf16_backend() == Bf16Backend::OneDNN;
+    std::vector<double> seconds = time_with_backends(one_way ? std::vector<MatmulBackend>{backends[0]} : backends, [&] {
         if (copies == 1) {
             const auto t0 = std::chrono::steady_clock::now();
-            matmul_run(s, c[0].data(), a[0].data(), b[0].data());
+            run(0);
             return seconds_since(t0);
         }
         std::vector<double> each(copies, 0.0);  // a call's seconds on each thread
@@ -279,11 +292,12 @@ static std::vector<double> time_call(const MatmulCall& s, const std::vector<Matm
         {
             const int t = omp_get_thread_num();
             const auto t0 = std::chrono::steady_clock::now();
-            for (int r = 0; r < reps; r++) matmul_run(s, c[t].data(), a[t].data(), b[t].data());
+            for (int r = 0; r < reps; r++) run(t);
             each[t] = seconds_since(t0) / reps;
         }
         return *std::max_element(each.begin(), each.end()) / copies;
     });
+    if (one_way) seconds.assign(backends.size(), seconds[0]);
     return seconds;
 }
 
@@ -309,12 +323,16 @@ std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, cons
     return time_matmul_call_sets({calls}, backends, threads)[0];
 }
 
-std::optional<MatmulBackend> recorded_matmul(const std::string& train_config) {
+std::optional<std::string> recorded_text(const std::string& train_config, const std::string& field) {
     const nlohmann::json j = nlohmann::json::parse(train_config, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("matmul") || !j["matmul"].is_string()) return std::nullopt;
-    const std::string name = j["matmul"].get<std::string>();
+    if (!j.is_object() || !j.contains(field) || !j[field].is_string()) return std::nullopt;
+    return j[field].get<std::string>();
+}
+
+std::optional<MatmulBackend> recorded_matmul(const std::string& train_config) {
+    const std::optional<std::string> name = recorded_text(train_config, "matmul");
     for (MatmulBackend b : matmul_backends())
-        if (to_string(b) == name) return b;
+        if (name == to_string(b)) return b;
     return std::nullopt;
 }
 
@@ -355,7 +373,8 @@ std::string training_key(const GPTConfig& config, const TrainConfig& train, int 
 }
 
 std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads) {
-    return fmt::format("matmul train | {} | R {}", training_key(config, train, threads), train.batch_threads);
+    return fmt::format("matmul train | {} | R {}{}", training_key(config, train, threads), train.batch_threads,
+                       train.dtype == DType::BFloat16 ? " | bf16 " + to_string(matmul_bf16_backend()) : "");
 }
 
 std::string forward_matmul_key(const GPTConfig& config, int B, int T, int threads) {

@@ -21,10 +21,10 @@
 // training run chooses its backend and its batch threads together (batch_threads.h); the apps
 // that only run forward passes choose the backend alone (choose_matmul).
 //
-// Under --dtype=bfloat16 the linear layers' products run on oneDNN's bf16 matmul
-// (lib/kernels/matmul_bf16.h) whichever backend is chosen, so the recording holds only the
-// float products left (attention's, Muon's, ...) and the choice is made on those; where the CPU
-// has no bf16 dot products, the widened products are float ones and are recorded with the rest.
+// Under --dtype=bfloat16 the products with bf16 inputs (lib/kernels/matmul_bf16.h) are
+// recorded as bf16 calls beside the float ones, and timed the way in use: on oneDNN's bf16
+// primitive (the same time whatever the float backend), or widened to float and run on the
+// backend being timed.
 //
 // What the run computes does not depend on how the choice was made: the choice is one
 // backend for the whole run, and a run repeats itself bit for bit with the backend it names.
@@ -147,6 +147,8 @@ bool no_float_products(const std::vector<double>& ms);
 // the TrainConfig), when it is one this build has; nullopt otherwise (an older checkpoint, one
 // from elsewhere: the record is informational, so nothing in it is an error).
 std::optional<MatmulBackend> recorded_matmul(const std::string& train_config);
+// The text a train_config JSON records under `field`; nullopt for anything else.
+std::optional<std::string> recorded_text(const std::string& train_config, const std::string& field);
 
 // `flag` given: that backend. auto: `resumed` (what a resumed run's checkpoint records, so that
 // it goes on as the run it resumes), else through choose_at_startup (startup_choice.h) with
@@ -155,9 +157,9 @@ std::optional<MatmulBackend> recorded_matmul(const std::string& train_config);
 MatmulChoice choose_matmul(const std::string& flag, const std::string& key,
                            const std::function<std::vector<MatmulCall>()>& calls, int threads,
                            const Dist& dist = {}, std::optional<MatmulBackend> resumed = std::nullopt);
-// The cache keys of a training run's products (with its batch threads given) and of a forward
-// pass's: what the times depend on. A training run choosing its batch threads too uses
-// step_choice_key (batch_threads.h).
+// The cache keys of a training run's products (with its batch threads given; under bf16, with
+// the bf16 products' way in use) and of a forward pass's: what the times depend on. A training
+// run choosing its batch threads too uses step_choice_key (batch_threads.h).
 std::string training_matmul_key(const GPTConfig& config, const TrainConfig& train, int threads);
 std::string forward_matmul_key(const GPTConfig& config, int B, int T, int threads);
 // The part of a training run's keys both share: the machine, the threads, the model's shapes,
