@@ -283,7 +283,8 @@ TEST_CASE("calls grown to the run's batch: the sizes and counts that double with
     CHECK(calls_at_batch({x}, {x, x_in_team}, {y, y_in_team}, 1, 4));  // x itself is there
 }
 
-TEST_CASE("a second batch threads setting grows its calls by the first's recordings at the same b", "[batch_threads][matmul]") {
+TEST_CASE("a second batch threads setting grows its calls by the first's recordings at the same b",
+          "[batch_threads][matmul]") {
     Tiny t;
     t.tc.batch_size = 8;
     t.c.n_layer = 4;
@@ -419,7 +420,8 @@ TEST_CASE("train --batch_threads=auto is the run with the settings it printed, b
         CHECK(check_same_tensors(a + "/ckpt.safetensors", b + "/ckpt.safetensors") > 10);
     }
     const AutoRunDirs dirs("handgrad-batch-threads");
-    const std::string common = bin("train") + kTiny + " --max_iters=6 --eval_interval=3 --threads=2 --data=" + dirs.data;
+    const std::string common =
+        bin("train") + kTiny + " --max_iters=6 --eval_interval=3 --threads=2 --data=" + dirs.data;
     // One thread: nothing to choose, nothing timed.
     const Run single = run(dirs.cache + common + " --threads=1 --matmul=openblas --out_dir=" + dirs.b);
     INFO(single.output);

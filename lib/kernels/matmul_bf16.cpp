@@ -122,8 +122,9 @@ void matmul_bf16_tn(Mat<float> c, Mat<const bf16> a, Mat<const bf16> b, float al
 }
 
 void matmul_bf16_run(const MatmulCall& m, float* c, const bf16* a, const bf16* b) {
-    const Mat<const bf16> ma = m.form == MatmulForm::TN ? Mat<const bf16>{a, m.K, m.M, m.lda} : Mat<const bf16>{a, m.M, m.K, m.lda};
-    const Mat<const bf16> mb = m.form == MatmulForm::NT ? Mat<const bf16>{b, m.N, m.K, m.ldb} : Mat<const bf16>{b, m.K, m.N, m.ldb};
+    using In = Mat<const bf16>;
+    const In ma = m.form == MatmulForm::TN ? In{a, m.K, m.M, m.lda} : In{a, m.M, m.K, m.lda};
+    const In mb = m.form == MatmulForm::NT ? In{b, m.N, m.K, m.ldb} : In{b, m.K, m.N, m.ldb};
     compute(m.form, {c, m.M, m.N, m.ldc}, ma, mb, 1.0f, m.beta, nullptr);
 }
 

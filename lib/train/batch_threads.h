@@ -18,14 +18,15 @@
 //     summed (the same with its products not computed)
 //
 // (the optimizer's own loops, the same for every pair, are left out of the estimate)
-// and the fastest pair is taken. Under --dtype=bfloat16 the bf16 products' way
-// (matmul_bf16.h: oneDNN's bf16 primitive, or widened to float and run on the backend) is a
-// third part of each option: every way with every pair, its products timed that way. Both parts are measured on models of one and two blocks
+// and the fastest pair is taken. Both parts are measured on models of one and two blocks
 // running a few sequences a replica, carried to n_layer and to the run's batch
 // (training_step_work), so a deep model's start-up runs small models (docs/performance.md says
 // what it costs). The answer is remembered (startup_choice.h), so the next run with the same
-// shapes times nothing; a flag that gives the backend, R or the way, or a resumed checkpoint
-// that records them, leaves only the others to choose, or nothing.
+// shapes times nothing. Under --dtype=bfloat16 the bf16 products' way (matmul_bf16.h: oneDNN's
+// bf16 primitive, or widened to float and run on the backend) is a third part of each option:
+// every way with every pair, the products timed that way. A flag that gives the backend, R or
+// the way, or a resumed checkpoint that records them, leaves only the others to choose, or
+// nothing.
 //
 // Every setting computes the same step (to float rounding: the sums over rows split
 // differently, and each backend tiles its sums its own way), and a run with auto is, bit for
