@@ -1,5 +1,6 @@
 // startup_choice.h — how a run chooses among settings that compute the same thing at different
-// speeds (which matmul backend, how many batch threads), once, at start-up.
+// speeds (which matmul backend, how many batch threads, which way the bf16 products take), once,
+// at start-up.
 //
 // One procedure for every such choice:
 //   1. the options, in a fixed order: what the flags and a resumed checkpoint leave open (a
