@@ -260,7 +260,8 @@ int main(int argc, char** argv) {
         // considers only the replicas that fit too.
         check_memory_available(memory_need(d.config, tc.batch_size, d.config.block_size, tc.batch_threads, 3,
                                            tc.dtype == DType::BFloat16, tc.activations));
-        // The backend and the batch threads, chosen together (each one's speed depends on the other).
+        // The backend and the batch threads (and under bf16 the way of its bf16 products), chosen
+        // together: each one's speed depends on the others.
         StepSetupFlags setup_flags;
         setup_flags.matmul = flags.matmul.value, setup_flags.batch_threads = parse_batch_threads(flags.batch_threads);
         setup_flags.matmul_bf16 = flags.matmul_bf16;

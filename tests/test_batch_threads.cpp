@@ -281,6 +281,9 @@ TEST_CASE("calls grown to the run's batch: the sizes and counts that double with
     y_in_team.team = 3;
     CHECK_FALSE(calls_at_batch({pair}, {x, x_in_team}, {y, y_in_team}, 1, 4));
     CHECK(calls_at_batch({x}, {x, x_in_team}, {y, y_in_team}, 1, 4));  // x itself is there
+    MatmulCall x_bf16 = x;
+    x_bf16.bf16 = true;  // the same shape with bf16 inputs: another call, never grown as x
+    CHECK_FALSE(calls_at_batch({x_bf16}, {x}, {y}, 1, 4));
 }
 
 TEST_CASE("a second batch threads setting grows its calls by the first's recordings at the same b",

@@ -124,7 +124,7 @@ static ModelWork step_work(const GPTConfig& c, const TrainConfig& train, int seq
 static bool same_but_batch(const MatmulCall& small, const MatmulCall& twice) {
     const auto pair = [](long x, long y) { return y == x || y == 2 * x; };
     return small.form == twice.form && small.beta == twice.beta && small.team == twice.team &&
-           pair(small.M, twice.M) && pair(small.N, twice.N) && pair(small.K, twice.K) &&
+           small.bf16 == twice.bf16 && pair(small.M, twice.M) && pair(small.N, twice.N) && pair(small.K, twice.K) &&
            pair(small.lda, twice.lda) && pair(small.ldb, twice.ldb) && pair(small.ldc, twice.ldc) &&
            pair(small.count, twice.count);
 }
@@ -145,7 +145,7 @@ std::optional<std::vector<MatmulCall>> calls_at_batch(std::vector<MatmulCall> ca
     }
     const auto same_but_team = [](const MatmulCall& x, const MatmulCall& y) {
         return x.form == y.form && x.M == y.M && x.N == y.N && x.K == y.K && x.lda == y.lda && x.ldb == y.ldb &&
-               x.ldc == y.ldc && x.beta == y.beta;
+               x.ldc == y.ldc && x.beta == y.beta && x.bf16 == y.bf16;
     };
     for (MatmulCall& c : calls) {
         // c itself, else the one call that is c but for its team
