@@ -22,10 +22,12 @@ static std::atomic<std::vector<MatmulCall>*> g_record{nullptr};
 static std::atomic<bool> g_record_computes{true};
 static std::mutex g_record_lock;
 
-bool MatmulCall::same_call(const MatmulCall& o) const {
+bool MatmulCall::same_but_team(const MatmulCall& o) const {
     return form == o.form && M == o.M && N == o.N && K == o.K && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
-           beta == o.beta && team == o.team && bf16 == o.bf16;
+           beta == o.beta && bf16 == o.bf16;
 }
+
+bool MatmulCall::same_call(const MatmulCall& o) const { return same_but_team(o) && team == o.team; }
 
 static void record(MatmulForm form, int M, int N, int K, int lda, int ldb, int ldc, float beta, bool bf16) {
     std::lock_guard<std::mutex> hold(g_record_lock);

@@ -86,7 +86,8 @@ struct MatmulCall {
     long count = 0;  // how many times the recorded work made this call
     bool bf16 = false;
     bool nested() const { return team > 1; }
-    bool same_call(const MatmulCall& o) const;
+    bool same_call(const MatmulCall& o) const;      // the same in everything but the count
+    bool same_but_team(const MatmulCall& o) const;  // the same in everything but the count and the team
 };
 // While `sink` is set, every product, float or bf16, is also appended to it (merged with an
 // equal call by its count); nullptr stops recording. With compute = false the recorded products

@@ -73,18 +73,6 @@ std::optional<Bf16Backend> parse_matmul_bf16_flag(const std::string& s) {
     return w;
 }
 
-// Puts back, when it goes out of scope, the bf16 products' way in use when it was made.
-class Bf16BackendRestorer {
-public:
-    Bf16BackendRestorer() = default;
-    Bf16BackendRestorer(const Bf16BackendRestorer&) = delete;
-    Bf16BackendRestorer& operator=(const Bf16BackendRestorer&) = delete;
-    ~Bf16BackendRestorer() { matmul_bf16_use(before_); }
-
-private:
-    Bf16Backend before_ = matmul_bf16_backend();
-};
-
 StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, int threads, const TokenView& ids,
                             const StepSetupFlags& flags, const Dist& dist) {
     StepSetup s;
@@ -133,13 +121,18 @@ StepSetup choose_step_setup(const GPTConfig& config, const TrainConfig& train, i
             ModelWork work = training_step_work(config, t, ids, 0, &growth);
             calls.push_back(std::move(work.calls)), other_ms.push_back(work.other_ms);
         }
+        // The float products are timed once; the bf16 ones each way.
+        std::vector<std::vector<MatmulCall>> floats(nR), bf16s(nR);
+        for (size_t r = 0; r < nR; r++)
+            for (const MatmulCall& m : calls[r]) (m.bf16 ? bf16s : floats)[r].push_back(m);
+        const std::vector<std::vector<double>> float_ms = time_matmul_call_sets(floats, s.backends, threads);
         const Bf16BackendRestorer restore;
         std::vector<double> ms;
         for (Bf16Backend w : s.ways) {
             matmul_bf16_use(w);
-            const std::vector<std::vector<double>> products = time_matmul_call_sets(calls, s.backends, threads);
+            const std::vector<std::vector<double>> bf16_ms = time_matmul_call_sets(bf16s, s.backends, threads);
             for (size_t r = 0; r < nR; r++)
-                for (double p : products[r]) ms.push_back(p + other_ms[r]);
+                for (size_t b = 0; b < nb; b++) ms.push_back(float_ms[r][b] + bf16_ms[r][b] + other_ms[r]);
         }
         return ms;
     }, dist);

@@ -143,15 +143,11 @@ std::optional<std::vector<MatmulCall>> calls_at_batch(std::vector<MatmulCall> ca
         if (candidates != 1 || taken[partner[i]]) return std::nullopt;  // which is which is unknown
         taken[partner[i]] = true;
     }
-    const auto same_but_team = [](const MatmulCall& x, const MatmulCall& y) {
-        return x.form == y.form && x.M == y.M && x.N == y.N && x.K == y.K && x.lda == y.lda && x.ldb == y.ldb &&
-               x.ldc == y.ldc && x.beta == y.beta && x.bf16 == y.bf16;
-    };
     for (MatmulCall& c : calls) {
         // c itself, else the one call that is c but for its team
         auto small = std::find_if(at_b.begin(), at_b.end(), [&](const MatmulCall& m) { return m.same_call(c); });
         if (small == at_b.end()) {
-            const auto is_c = [&](const MatmulCall& m) { return same_but_team(m, c); };
+            const auto is_c = [&](const MatmulCall& m) { return m.same_but_team(c); };
             small = std::find_if(at_b.begin(), at_b.end(), is_c);
             if (small == at_b.end() || std::count_if(at_b.begin(), at_b.end(), is_c) != 1) return std::nullopt;
         }

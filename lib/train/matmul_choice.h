@@ -36,6 +36,7 @@
 
 #include "lib/data/token_view.h"
 #include "lib/kernels/matmul.h"
+#include "lib/kernels/matmul_bf16.h"
 #include "lib/model/config.h"
 #include "lib/process/dist.h"
 #include "lib/train/train_config.h"
@@ -53,18 +54,22 @@ struct MatmulChoice {
     std::string why;         // for the run's header line
 };
 
-// Puts back, when it goes out of scope, the backend in use when it was made: whatever switches
-// backends to time them leaves the process as it found it, an exception included.
-class MatmulBackendRestorer {
+// Puts back, when it goes out of scope, the setting in use when it was made (current() reads
+// it, use() sets it): whatever switches backends or ways to time them leaves the process as it
+// found it, an exception included.
+template <typename Setting, Setting (*current)(), void (*use)(Setting)>
+class SettingRestorer {
 public:
-    MatmulBackendRestorer() = default;
-    MatmulBackendRestorer(const MatmulBackendRestorer&) = delete;
-    MatmulBackendRestorer& operator=(const MatmulBackendRestorer&) = delete;
-    ~MatmulBackendRestorer() { matmul_use(before_); }
+    SettingRestorer() = default;
+    SettingRestorer(const SettingRestorer&) = delete;
+    SettingRestorer& operator=(const SettingRestorer&) = delete;
+    ~SettingRestorer() { use(before_); }
 
 private:
-    MatmulBackend before_ = matmul_current();
+    Setting before_ = current();
 };
+using MatmulBackendRestorer = SettingRestorer<MatmulBackend, matmul_current, matmul_use>;
+using Bf16BackendRestorer = SettingRestorer<Bf16Backend, matmul_bf16_backend, matmul_bf16_use>;
 
 // The products `work` makes when run once, each distinct call with its count; with compute =
 // false they are not computed (matmul_record).
