@@ -13,6 +13,7 @@
 
 #include "lib/core/parallel.h"
 #include "lib/core/rng.h"
+#include "lib/kernels/normal_kernels.h"
 #include "lib/layers/attention.h"
 #include "lib/layers/flash_attention.h"
 #include "lib/layers/encoder.h"
@@ -160,10 +161,9 @@ static size_t flash_scratch_numbers(const GPTConfig& c, int T) {
 template <typename real>
 static size_t bind_scratch(const GPTConfig& c, int B, int T, ActivationPlan plan, real* base, Scratch<real>& d) {
     Carver<real> arena{base};
-    const size_t N = size_t(B) * T, C = c.n_embd, V = c.vocab_size, NH = c.n_head;
-    // The (N, C)-sized buffers first and dlogits last: (N, V) is not a whole number of pages, and
-    // put first it moved every later buffer within its page, which slowed the MLP's backward
-    // (docs/performance.md).
+    const size_t N = size_t(B) * T, C = c.n_embd, NH = c.n_head;
+    // dlogits has no buffer of its own: the cross-entropy's backward writes it over acts.probs,
+    // which nothing reads after (gpt_build points it there).
     d.dx = arena.take(N * C), d.dln_f = arena.take(N * C), d.dln_2 = arena.take(N * C), d.dln_1 = arena.take(N * C);
     d.dqkv = arena.take(N * 3 * C), d.datty = arena.take(N * C);
     d.ddrop = arena.take(N * C);
@@ -171,7 +171,6 @@ static size_t bind_scratch(const GPTConfig& c, int B, int T, ActivationPlan plan
     d.attention_numbers = plan.attention == AttentionKind::Flash ? flash_scratch_numbers<real>(c, T)
                                                                  : size_t(B) * NH * T * T;
     d.attention = arena.take(d.attention_numbers);
-    d.dlogits = arena.take(N * V);
     return arena.used;
 }
 
@@ -200,6 +199,7 @@ void gpt_build(GPT<real>& m, const GPTConfig& config, int max_B, int max_T, cons
     bind_activations(config, max_B, max_T, m.plan, m.acts_memory.data(), m.acts);
     m.scratch_memory.allocate(bind_scratch<real>(config, max_B, max_T, m.plan, nullptr, m.scratch));
     bind_scratch(config, max_B, max_T, m.plan, m.scratch_memory.data(), m.scratch);
+    m.scratch.dlogits = m.acts.probs;
     m.tokens_memory.allocate(2 * size_t(max_B) * max_T);
     m.inputs = m.tokens_memory.data();
     m.targets = m.inputs + size_t(max_B) * max_T;
@@ -307,16 +307,29 @@ void gpt_init(GPT<real>& m, uint64_t seed) {
         // Value i of the tensor takes draws k·i … k·i + k − 1 of the stream (k = 2 for a normal,
         // 1 for a uniform), so pieces of the tensor are filled side by side, each from a copy of
         // the stream moved to its first draw: the values one pass would give, on any threads.
-        auto draw = [&](uint64_t k, auto value) {
+        auto draw = [&](uint64_t k, auto fill) {
             for_pieces(n, size_t(1) << 16, 16, [&](size_t i0, size_t len) {
                 Rng r = rng;
                 r.discard(k * i0);
-                for (size_t i = i0; i < i0 + len; i++) w[i] = real(value(r));
+                fill(w + i0, len, r);
             });
             rng.discard(k * n);
         };
-        auto normal = [&](double std) { draw(2, [&](Rng& r) { return std * r.normal(); }); };
-        auto uniform = [&](double bound) { draw(1, [&](Rng& r) { return bound * (2 * r.uniform() - 1); }); };  // U(-bound, bound)
+        // A float model's normals come from the SIMD kernel (Rng::normal's values, with the
+        // logarithm and cosine on vectors: normal_kernels.h); a double model's from Rng::normal.
+        auto normal = [&](double std) {
+            draw(2, [&](real* out, size_t len, Rng& r) {
+                if constexpr (std::is_same_v<real, float>)
+                    normal_kernel(out, len, r, std);
+                else
+                    for (size_t i = 0; i < len; i++) out[i] = std * r.normal();
+            });
+        };
+        auto uniform = [&](double bound) {  // U(-bound, bound)
+            draw(1, [&](real* out, size_t len, Rng& r) {
+                for (size_t i = 0; i < len; i++) out[i] = real(bound * (2 * r.uniform() - 1));
+            });
+        };
         const double pytorch_bound = 1.0 / std::sqrt(double(t.fan_in));
         if (c.init_zero_proj && t.residual) {
             constant(0);

@@ -127,7 +127,7 @@ struct ActivationTensors {
     real* ln_f_mean;  // (N) or null, as ln_1_mean
     real* ln_f_rstd;  // (N)
     real* logits;     // (N, V), after the soft cap when there is one (in place)
-    real* probs;      // (N, V) softmax(logits), kept for the loss's backward
+    real* probs;      // (N, V) softmax(logits), kept for the loss's backward, which overwrites it
     real* losses;     // (N)
 };
 
@@ -138,7 +138,7 @@ struct ActivationTensors {
 template <typename real>
 struct Scratch {
     real* dx;         // (N, C) gradient of the residual stream, updated block by block
-    real* dlogits;    // (N, V)
+    real* dlogits;    // (N, V) acts.probs' memory: the cross-entropy's backward writes it in place
     real* dln_f;      // (N, C) at ln_f's output
     real* ddrop;      // (N, C) at a dropout's input, given the gradient at its output (dropout on)
     real* dfc_act;    // (N, M)

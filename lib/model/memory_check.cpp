@@ -18,10 +18,10 @@ MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int repli
           "batch_size ({}) must be positive and split evenly over {} batch threads", batch_size, replicas);
     check(T >= 1 && T <= config.block_size, "sequence length {} must be in [1, block_size = {}]", T, config.block_size);
     // The largest arenas, estimated in double first so that no size_t product below can wrap:
-    // materialized attention's matrices (B, NH, T, T) twice, the logits (B, T, V) three times.
+    // materialized attention's matrices (B, NH, T, T) twice, the logits (B, T, V) twice (logits, then probs and dlogits in one buffer).
     const double rows = double(batch_size) / replicas;
     const double matrices = plan.attention == AttentionKind::Materialized ? 2.0 * config.n_head * T : 0.0;
-    const double largest = rows * T * (matrices + 3.0 * config.vocab_size + 20.0 * config.n_embd + config.n_head);
+    const double largest = rows * T * (matrices + 2.0 * config.vocab_size + 20.0 * config.n_embd + config.n_head);
     check(largest * config.n_layer < 1e17, "batch {} × {} with this model needs more than 10^17 floats of "
           "activations: no machine holds that", batch_size, T);
     MemoryNeed need;
