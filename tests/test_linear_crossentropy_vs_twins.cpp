@@ -170,6 +170,24 @@ TEST_CASE("cross-entropy fast float path matches the double scalar twin", "[cros
           0.0);
 }
 
+TEST_CASE("cross-entropy's backward written over probs equals the one written beside them", "[crossentropy]") {
+    // The model gives the backward probs as its dlogits (gpt.h): each row is read before it is written.
+    const int N = 9, V = 300;
+    const auto logits = randn<float>((size_t)N * V, 121, 3.0);
+    auto targets = ce_targets(N, V, 122);
+    targets[4] = -1;
+    std::vector<float> probs(logits.size()), losses(N), beside(logits.size());
+    hg::crossentropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), N, V);
+    hg::crossentropy_backward(beside.data(), probs.data(), targets.data(), N, V, 0.5f);
+    std::vector<float> over = probs;
+    hg::crossentropy_backward(over.data(), over.data(), targets.data(), N, V, 0.5f);
+    CHECK(over == beside);
+    std::vector<double> probs_d = to_double(probs), beside_d(probs_d.size());
+    hg::crossentropy_backward_twin(beside_d.data(), probs_d.data(), targets.data(), N, V, 0.5);
+    hg::crossentropy_backward_twin(probs_d.data(), probs_d.data(), targets.data(), N, V, 0.5);
+    CHECK(probs_d == beside_d);
+}
+
 TEST_CASE("cross-entropy with logits of magnitude 1e4 gives finite loss and probs",
           "[crossentropy]") {
     const int N = 8, V = 65;

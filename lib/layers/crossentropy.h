@@ -10,7 +10,8 @@
 //   dlogits[n,:] = dloss / count · (probs[n,:] - onehot(targets[n]))   (0 where ignored)
 //
 // losses (N), probs (N,V) and logits (N,V) are row-major; targets (N) are class ids or -1.
-// probs are stored for the backward (it needs nothing else).
+// probs are stored for the backward (it needs nothing else); dlogits may be probs itself, each row
+// read before it is written (the model writes the gradient over the probabilities).
 #pragma once
 #include <cstddef>
 

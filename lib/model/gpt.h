@@ -132,7 +132,7 @@ struct ActivationTensors {
 };
 
 // Working space of the passes, reused by every block. The backward's gradients come first, one
-// buffer each, in the order gpt_backward writes them (bind_scratch lays them out in another):
+// buffer each (but dlogits), in the order gpt_backward writes them (bind_scratch lays them out in another):
 // each is written whole by the layer that produces it (layers.h), so none is zeroed first,
 // except dx: the norms' backward adds into it, and gpt_backward zeroes it once.
 template <typename real>
