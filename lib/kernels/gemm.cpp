@@ -6,15 +6,17 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "lib/kernels/gemm.h"
 
 #ifndef HG_GEMM_BLOCKS
 #define HG_GEMM_BLOCKS
 namespace hg::gemm_blocks {
-// KC·NC floats of b packed (128 KB); MC rows of a (MC·KC floats, 96 KB) are read while in L2.
-// MC is a multiple of every kMR below.
-constexpr int KC = 256, NC = 128, MC = 96;
+// KC·NC floats of b packed (1 MiB, in L2 on the CPUs this runs on); MC rows of a (MC·KC floats,
+// 96 KB) are read while in L2. MC is a multiple of every kMR below.
+constexpr int KC = 256, NC = 1024, MC = 96;
 // An operand as op(x)(i, k) = x[i·rs + k·cs]: one of rs, cs is 1, the other the leading dimension.
 struct View {
     const float* p;
@@ -148,6 +150,14 @@ static TileFn PickTile(int nv, bool columns) {
     return columns ? Tile<kNV, true> : Tile<kNV, false>;
 }
 
+// This thread's buffer for op(b)'s packed block, `floats` long and 64-byte aligned: grown by its
+// first product, reused by every later one.
+static float* PackedB(size_t floats) {
+    static thread_local std::vector<float> buffer;
+    if (buffer.size() < floats + 16) buffer.resize(floats + 16);
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) / 64 * 64);
+}
+
 void Gemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda, int ldb,
           int ldc, float alpha, float beta) {
     if (M <= 0 || N <= 0) return;
@@ -163,7 +173,7 @@ void Gemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int
     const int L = int(hn::Lanes(d)), nr = kNV * L;
     const int nc = std::max(nr, NC / nr * nr);
     const int kc_max = std::max(16, std::min(KC, 8192 / nr));  // a panel of b: 32 KB, half of L1 or less
-    HWY_ALIGN float bpack[size_t(KC) * std::max(NC, kNV * int(HWY_MAX_BYTES / sizeof(float)))];
+    float* bpack = PackedB(size_t(KC) * std::max(NC, kNV * int(HWY_MAX_BYTES / sizeof(float))));
     HWY_ALIGN float apack[size_t(kMR) * KC];  // a transposed: the tail tile's rows
     const size_t b_rs = tb ? 1 : size_t(ldb), b_cs = tb ? size_t(ldb) : 1;
     for (int jc = 0; jc < N; jc += nc) {

@@ -17,7 +17,10 @@
 // MR·NV fused multiply-adds. b's panels are zero-padded past N and a tile's rows past M repeat
 // its last row (a transposed: copied to a zero-padded panel, since reading on would pass the
 // matrix's end), so the arithmetic has no tails; a tile that sticks out of c is stored through
-// a small buffer. The buffers are arrays on the stack (~140 KB): nothing is allocated.
+// a small buffer. The packed block of op(b) is a buffer of each thread's own, grown by its first
+// product (1 MiB); the rest are small arrays on the stack: a thread allocates nothing after its
+// first product. NC is wide (1024 columns) so that a long product reads op(a) from memory once
+// per K block, not once per 128 columns.
 //
 // Order of the sums: c_ij = alpha·s_1 + beta·c_ij, then c_ij = alpha·s_b + c_ij for each later
 // K block b, where s_b sums a_ik·b_kj over the block's k in increasing order, one lane per
