@@ -14,8 +14,9 @@
 #ifndef HG_GEMM_BLOCKS
 #define HG_GEMM_BLOCKS
 namespace hg::gemm_blocks {
-// KC·NC floats of b packed (1 MiB, in L2 on the CPUs this runs on); MC rows of a (MC·KC floats,
-// 96 KB) are read while in L2. MC is a multiple of every kMR below.
+// KC·NC floats for b's packed block (a 1 MiB buffer; half of it used where a panel's K block is
+// cut to fit L1, as on AVX-512); MC rows of a (MC·KC floats, 96 KB) are read while in L2. MC is
+// a multiple of every kMR below.
 constexpr int KC = 256, NC = 1024, MC = 96;
 // An operand as op(x)(i, k) = x[i·rs + k·cs]: one of rs, cs is 1, the other the leading dimension.
 struct View {

@@ -8,10 +8,11 @@
 // does not fit is refused with the numbers and a batch size that would fit, instead of being
 // killed by the kernel's OOM killer later. The check leaves 10 % of MemAvailable for
 // everything the arenas do not count (the data, the checkpoint buffer, the libraries, and the
-// products' partial sums of split terms: at most kSplitScratch floats, 64 MiB, per thread that
-// issues products, matmul_split.h). Each replica adds a gradient arena: train checks one model
-// before `--batch_threads=auto` chooses, and auto then considers only the replicas that fit
-// (memory_fits, lib/train/batch_threads.h).
+// products' partial sums of split terms, at most kSplitScratch floats, 64 MiB, per thread that
+// issues products, matmul_split.h; and our sgemm's packed block, 1 MiB per thread, gemm.h).
+// Each replica adds a gradient arena: train checks one model before `--batch_threads=auto`
+// chooses, and auto then considers only the replicas that fit (memory_fits,
+// lib/train/batch_threads.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
