@@ -21,7 +21,7 @@
 //       LayerNorm, RMSNorm). Gradient accumulation over micro-batches, and a weight used twice
 //       (tied embeddings), then sum up by themselves;
 //   writes (=) the gradient of its input: dinp (linear, GELU, ReLU², SwiGLU, soft-cap,
-//       dropout), dqkv (attention), dlogits (cross-entropy). Each is a fresh buffer, so nothing
+//       dropout), dqkv (attention), dlogits (cross-entropy). Each is written whole, so nothing
 //       is zeroed before a layer;
 //   except the norms that read the residual stream, LayerNorm and RMSNorm, which add (+=) into
 //       dinp. The stream's gradient dx also arrives unchanged through the skip path

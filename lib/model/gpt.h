@@ -132,9 +132,10 @@ struct ActivationTensors {
 };
 
 // Working space of the passes, reused by every block. The backward's gradients come first, one
-// buffer each (but dlogits), in the order gpt_backward writes them (bind_scratch lays them out in another):
-// each is written whole by the layer that produces it (layers.h), so none is zeroed first,
-// except dx: the norms' backward adds into it, and gpt_backward zeroes it once.
+// buffer each but dlogits (acts.probs' memory), in the order gpt_backward writes them
+// (bind_scratch lays them out in another): each is written whole by the layer that produces it
+// (layers.h), so none is zeroed first, except dx: the norms' backward adds into it, and
+// gpt_backward zeroes it once.
 template <typename real>
 struct Scratch {
     real* dx;         // (N, C) gradient of the residual stream, updated block by block

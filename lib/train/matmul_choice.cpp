@@ -116,9 +116,8 @@ static ModelWork step_work(const GPTConfig& c, const TrainConfig& train, int seq
     // optimizer's own loops: they come after the replicas' gradients are summed, the same
     // whatever the batch threads and backend.
     // The best of two passes: one pass can be held up, and this time is one number per option.
-    if (timed)
-        w.other_ms = std::min(recorded_work([&] { trainer.accumulate_gradient(); }).other_ms,
-                              recorded_work([&] { trainer.accumulate_gradient(); }).other_ms);
+    const auto pass_ms = [&] { return recorded_work([&] { trainer.accumulate_gradient(); }).other_ms; };
+    if (timed) w.other_ms = std::min(pass_ms(), pass_ms());
     return w;
 }
 
