@@ -480,6 +480,69 @@ TEST_CASE("calls that differ only past the cut, or in their strides, are timed o
     }
 }
 
+TEST_CASE("calls are timed largest first, and a backend far behind on a quarter of the work is timed no further",
+          "[matmul]") {
+    // Five calls of one set, their work 10, 40, 20, 20, 10 (each run once, so a call's work is
+    // its seconds on backend 0 too). Backend 1 takes 1.5x backend 0's time, backend 2 3x.
+    const std::vector<double> work{10, 40, 20, 20, 10};
+    std::vector<std::vector<double>> uses(work.size(), std::vector<double>{1.0});
+    const std::vector<double> slower{1.0, 1.5, 3.0};
+    std::vector<size_t> order;
+    std::vector<std::vector<size_t>> asked;
+    const auto time = [&](const std::vector<double>& factor) {
+        return [&, factor](size_t i, const std::vector<size_t>& live) {
+            order.push_back(i), asked.push_back(live);
+            std::vector<double> s(factor.size(), -1.0);  // what is not asked for must not count
+            for (size_t b : live) s[b] = work[i] * factor[b];
+            return s;
+        };
+    };
+    std::vector<std::vector<double>> ms = add_up_call_times(1, uses, work, 3, time(slower));
+    CHECK(order == std::vector<size_t>{1, 2, 3, 0, 4});  // largest first, the first of equals first
+    // The first call is 40 % of the work: backend 2, 3x behind, is not asked again; backend 1 is.
+    CHECK(asked[0] == std::vector<size_t>{0, 1, 2});
+    for (size_t j = 1; j < asked.size(); j++) CHECK(asked[j] == std::vector<size_t>{0, 1});
+    CHECK(ms[0][0] == Approx(1000 * 100.0));
+    CHECK(ms[0][1] == Approx(1000 * 150.0));
+    CHECK(ms[0][2] == Approx(1000 * 300.0));  // the rest at its ratio so far, 3x the fastest
+
+    // Less than a quarter timed: nothing is dropped yet. Five calls of 20: after the first, 20 %
+    // of the work is timed and backend 2 is asked again; after the second, 40 %, and it is not.
+    asked.clear();
+    const std::vector<double> even(5, 20.0);
+    ms = add_up_call_times(1, uses, even, 3, [&](size_t, const std::vector<size_t>& live) {
+        asked.push_back(live);
+        std::vector<double> s(3, 0.0);
+        for (size_t b : live) s[b] = slower[b];
+        return s;
+    });
+    REQUIRE(asked.size() == 5);
+    CHECK(asked[1].size() == 3);
+    CHECK(asked[2].size() == 2);
+    CHECK(ms[0][2] == Approx(1000 * 15.0));
+
+    // Behind by less than kFarBehind: every backend timed on every call.
+    order.clear(), asked.clear();
+    ms = add_up_call_times(1, uses, work, 3, time({1.0, 1.5, 0.99 * kFarBehind}));
+    for (const std::vector<size_t>& live : asked) CHECK(live.size() == 3);
+    CHECK(ms[0][2] == Approx(1000 * 100.0 * 0.99 * kFarBehind));
+
+    // Far behind on one set, and the other set not timed yet: kept; then faster there, kept.
+    // Set 0 runs calls 0 and 1, set 1 call 2; backend 1 is 3x slower on calls 0 and 1 and
+    // twice as fast on call 2. A set with no calls (set 2) says nothing either way.
+    asked.clear();
+    ms = add_up_call_times(3, {{1.0, 0.0, 0.0}, {1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}}, {50, 30, 20}, 2,
+                           [&](size_t i, const std::vector<size_t>& live) {
+                               asked.push_back(live);
+                               return i == 2 ? std::vector<double>{2.0, 1.0} : std::vector<double>{1.0, 3.0};
+                           });
+    for (const std::vector<size_t>& live : asked) CHECK(live.size() == 2);
+    CHECK(ms[1][1] == Approx(1000 * 1.0));
+    CHECK((ms.size() == 3 && ms[2][0] == 0 && ms[2][1] == 0));
+    // No calls at all: every set is there, at zero.
+    CHECK(add_up_call_times(2, {}, {}, 3, time(slower)) == std::vector<std::vector<double>>(2, std::vector<double>(3, 0.0)));
+}
+
 TEST_CASE("the remembered choice's key changes with everything the times depend on", "[matmul][batch_threads]") {
     GPTConfig c = preset("course");
     TrainConfig tc;

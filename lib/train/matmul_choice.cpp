@@ -308,21 +308,86 @@ static std::vector<double> time_call(const MatmulCall& s, const std::vector<Matm
     return seconds;
 }
 
+std::vector<std::vector<double>> add_up_call_times(
+    size_t sets, const std::vector<std::vector<double>>& uses, const std::vector<double>& work, size_t backends,
+    const std::function<std::vector<double>(size_t, const std::vector<size_t>&)>& time) {
+    std::vector<bool> has_calls(sets, false);
+    for (const std::vector<double>& u : uses)
+        for (size_t k = 0; k < sets; k++) has_calls[k] = has_calls[k] || u[k] > 0;
+    std::vector<size_t> order(work.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return work[x] > work[y]; });
+    double total = 0, covered = 0;
+    for (double w : work) total += w;
+
+    std::vector<size_t> live(backends);
+    for (size_t b = 0; b < backends; b++) live[b] = b;
+    std::vector<double> ratio(backends, 0.0);  // a backend timed no further: its time against the fastest's
+    std::vector<std::vector<double>> ms(sets, std::vector<double>(backends, 0.0));
+    std::vector<double> fastest(sets, 0.0);  // each set's ms with the fastest live backend on every call
+    for (size_t i : order) {
+        std::vector<double> seconds = time(i, live);
+        double least = 1e300;
+        for (size_t b : live) least = std::min(least, seconds[b]);
+        for (size_t b = 0; b < backends; b++)
+            if (ratio[b] > 0) seconds[b] = ratio[b] * least;
+        for (size_t k = 0; k < sets; k++) {
+            for (size_t b = 0; b < backends; b++) ms[k][b] += 1000 * uses[i][k] * seconds[b];
+            fastest[k] += 1000 * uses[i][k] * least;
+        }
+        covered += work[i];
+        if (live.size() < 2 || covered < kTimedBeforeDropping * total) continue;
+        // Far behind the fastest backend on every set that has calls (a set none of whose
+        // calls is timed yet says nothing).
+        const auto far_behind = [&](size_t b) {
+            for (size_t k = 0; k < sets; k++) {
+                if (!has_calls[k]) continue;
+                double best = 1e300;
+                for (size_t o : live) best = std::min(best, ms[k][o]);
+                if (fastest[k] == 0 || ms[k][b] <= kFarBehind * best) return false;
+            }
+            return true;
+        };
+        std::vector<size_t> kept;
+        for (size_t b : live) {
+            if (!far_behind(b)) {
+                kept.push_back(b);
+                continue;
+            }
+            double mine = 0, best = 0;
+            for (size_t k = 0; k < sets; k++) mine += ms[k][b], best += fastest[k];
+            ratio[b] = mine / best;
+        }
+        live = kept;
+    }
+    return ms;
+}
+
 std::vector<std::vector<double>> time_matmul_call_sets(const std::vector<std::vector<MatmulCall>>& sets,
                                                        const std::vector<MatmulBackend>& backends, int threads) {
-    std::vector<MatmulCall> distinct;          // shortened calls
-    std::vector<std::vector<double>> seconds;  // one run of distinct[i] with each backend
-    std::vector<std::vector<double>> ms(sets.size(), std::vector<double>(backends.size(), 0.0));
+    std::vector<MatmulCall> distinct;       // shortened calls
+    std::vector<std::vector<double>> uses;  // [distinct call][set]: the runs of it each set's time counts
+    std::vector<double> work;               // [distinct call]: the multiply-adds it stands for, every set
     for (size_t k = 0; k < sets.size(); k++)
         for (const MatmulCall& m : sets[k]) {
             double scale = 1;
             const MatmulCall s = shortened_call(m, threads, &scale);
             size_t i = 0;
             while (i < distinct.size() && !distinct[i].same_call(s)) i++;
-            if (i == distinct.size()) distinct.push_back(s), seconds.push_back(time_call(s, backends));
-            for (size_t b = 0; b < backends.size(); b++) ms[k][b] += 1000 * double(m.count) * scale * seconds[i][b];
+            if (i == distinct.size())
+                distinct.push_back(s), uses.emplace_back(sets.size(), 0.0), work.push_back(0.0);
+            const double runs = double(m.count) * scale;
+            uses[i][k] += runs;
+            work[i] += runs * double(s.M) * s.N * s.K / s.team;
         }
-    return ms;
+    return add_up_call_times(sets.size(), uses, work, backends.size(), [&](size_t i, const std::vector<size_t>& live) {
+        std::vector<MatmulBackend> asked;
+        for (size_t b : live) asked.push_back(backends[b]);
+        const std::vector<double> got = time_call(distinct[i], asked);
+        std::vector<double> seconds(backends.size(), 0.0);
+        for (size_t j = 0; j < live.size(); j++) seconds[live[j]] = got[j];
+        return seconds;
+    });
 }
 
 std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, const std::vector<MatmulBackend>& backends,

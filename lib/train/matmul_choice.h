@@ -3,7 +3,7 @@
 //
 // auto measures: it records the products the run's own model makes (every call with its form,
 // sizes, strides and beta, and how often), times each distinct call with each backend on this
-// machine and these threads, and takes the backend whose calls add up to less time. Four
+// machine and these threads, and takes the backend whose calls add up to less time. Five
 // things keep this to about a second on any model:
 //   - the recording runs the model's work without computing its products, on models of their
 //     own with one block and with two, each call's count carried to n_layer blocks (every block
@@ -16,7 +16,10 @@
 //     hundred rows, columns or terms the backends' blocks repeat, and each costs about what the
 //     last did;
 //   - each distinct call so cut is timed once per backend, not once per use: calls that differ
-//     only past the cut, or in their strides, share one timing.
+//     only past the cut, or in their strides, share one timing;
+//   - the calls are timed largest first, and a backend far behind on the first quarter of the
+//     work is timed no further (add_up_call_times): a library that runs a generic kernel on
+//     this CPU would otherwise take most of the time.
 // The choice itself goes through startup_choice.h (remembered, the same on every rank). A
 // training run chooses its backend and its batch threads together (batch_threads.h); the apps
 // that only run forward passes choose the backend alone (choose_matmul).
@@ -143,6 +146,20 @@ std::vector<double> time_matmul_calls(const std::vector<MatmulCall>& calls, cons
 // set timed once.
 std::vector<std::vector<double>> time_matmul_call_sets(const std::vector<std::vector<MatmulCall>>& sets,
                                                        const std::vector<MatmulBackend>& backends, int threads);
+
+// How time_matmul_call_sets adds its timings up, apart from the timing itself. Distinct call i
+// runs uses[i][k] times in set k of `sets` and stands for work[i] multiply-adds in all; time(i, live)
+// returns one run's seconds of call i with each backend index in `live` (entries of the others
+// are ignored). The calls are timed in order of their work, largest first (the first of
+// equals first). Once the calls timed stand for kTimedBeforeDropping of all the work, a backend
+// whose time so far is more than kFarBehind times the fastest backend's on every set that has
+// calls, each set with some of its calls timed, is timed no further: on each call left it counts the fastest live backend's time multiplied by its
+// ratio so far (its time over the fastest's, every set together). Far behind on the largest
+// calls, it would have to win the rest by more than that to be taken. Returns ms[set][backend].
+constexpr double kTimedBeforeDropping = 0.25, kFarBehind = 2.0;
+std::vector<std::vector<double>> add_up_call_times(
+    size_t sets, const std::vector<std::vector<double>>& uses, const std::vector<double>& work, size_t backends,
+    const std::function<std::vector<double>(size_t, const std::vector<size_t>&)>& time);
 
 // True when every option took the same time: a step with no float products (under bf16), where
 // the backend does not matter and the first is taken.
