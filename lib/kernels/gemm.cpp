@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
+#include "lib/core/thread_buffer.h"
 #include "lib/kernels/gemm.h"
 
 #ifndef HG_GEMM_BLOCKS
@@ -23,6 +23,7 @@ struct View {
     const float* p;
     size_t rs, cs;
 };
+struct PackedBlockOfB;  // names this thread's buffer for op(b)'s packed block (thread_buffer.h)
 }  // namespace hg::gemm_blocks
 #endif
 
@@ -151,13 +152,6 @@ static TileFn PickTile(int nv, bool columns) {
     return columns ? Tile<kNV, true> : Tile<kNV, false>;
 }
 
-// This thread's buffer for op(b)'s packed block, `floats` long and 64-byte aligned: grown by its
-// first product, reused by every later one.
-static float* PackedB(size_t floats) {
-    static thread_local std::vector<float> buffer;
-    if (buffer.size() < floats + 16) buffer.resize(floats + 16);
-    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) / 64 * 64);
-}
 
 void Gemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int N, int K, int lda, int ldb,
           int ldc, float alpha, float beta) {
@@ -174,7 +168,7 @@ void Gemm(bool ta, bool tb, float* c, const float* a, const float* b, int M, int
     const int L = int(hn::Lanes(d)), nr = kNV * L;
     const int nc = std::max(nr, NC / nr * nr);
     const int kc_max = std::max(16, std::min(KC, 8192 / nr));  // a panel of b: 32 KB, half of L1 or less
-    float* bpack = PackedB(size_t(KC) * std::max(NC, kNV * int(HWY_MAX_BYTES / sizeof(float))));
+    float* bpack = thread_buffer<PackedBlockOfB>(size_t(KC) * std::max(NC, kNV * int(HWY_MAX_BYTES / sizeof(float))));
     HWY_ALIGN float apack[size_t(kMR) * KC];  // a transposed: the tail tile's rows
     const size_t b_rs = tb ? 1 : size_t(ldb), b_cs = tb ? size_t(ldb) : 1;
     for (int jc = 0; jc < N; jc += nc) {

@@ -1,4 +1,4 @@
-// matmul.h — the one place the products go through: OpenBLAS's cblas_sgemm, oneDNN's matmul primitive,
+// matmul.h — the one place the products go through: OpenBLAS's cblas_sgemm, oneDNN's dnnl_sgemm,
 // or our own Highway sgemm (lib/kernels/gemm.h).
 //
 // Every operand is a Mat: a row-major matrix as it is stored, {data, rows, cols, ld}, row r at
@@ -26,11 +26,10 @@
 // bit for bit with any backend, never across them. All run single-threaded inside our own
 // parallel regions (attention's heads, batch threads) and split a product over the process's
 // threads outside them, each by the same plan of blocks of c and runs of K, one single-threaded
-// call per part (matmul_split.h). OpenBLAS and Highway allocate nothing through C++'s operator
-// new in a step after the first (the split's partial sums of K grow once, in the first; OpenBLAS
-// may take a workspace from malloc, which glibc serves from its free lists once the first step
-// has warmed them; Highway packs on the stack);
-// oneDNN makes a few small blocks inside every call (onednn_matmul.h says which and how big).
+// call per part (matmul_split.h). None allocates through C++'s operator new in a step after the
+// first (the split's partial sums of K and our gemm's packed block grow once, in the first;
+// OpenBLAS and oneDNN's sgemm may take a workspace from malloc, which glibc serves from its free
+// lists once the first step has warmed them).
 #pragma once
 #include <cassert>
 #include <string>

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/core/errors.h"
+#include "lib/core/thread_buffer.h"
 #include "lib/kernels/matmul.h"
 #include "lib/kernels/onednn_matmul.h"
 #include "lib/kernels/simd.h"  // cpu_has_bf16_dot
@@ -65,17 +66,18 @@ std::string matmul_bf16_describe() {
 }
 
 // ---- widen: the float products on the widened inputs ---------------------------------------
-// Each thread widens into buffers of its own, which grow to the largest product on the first
-// step and are reused after that (no allocation in later steps). A rows × cols operand with
-// leading dimension ld is widened as the (rows − 1)·ld + cols numbers it spans, so the float
-// copy has the same leading dimension.
-static Mat<const float> widened(std::vector<float>& buf, Mat<const bf16> x) {
+// Each thread widens a and b into buffers of its own (thread_buffer.h: grown by the first step,
+// reused after it). A rows × cols operand with leading dimension ld is widened as the
+// (rows − 1)·ld + cols numbers it spans, so the float copy has the same leading dimension.
+struct WideA;
+struct WideB;
+template <typename Tag>
+static Mat<const float> widened(Mat<const bf16> x) {
     const size_t n = x.rows > 0 && x.cols > 0 ? size_t(x.rows - 1) * x.ld + x.cols : 0;
-    if (buf.size() < n) buf.resize(n);
-    bf16_widen(buf.data(), x.data, n);
-    return {buf.data(), x.rows, x.cols, x.ld};
+    float* wide = thread_buffer<Tag>(n);
+    bf16_widen(wide, x.data, n);
+    return {wide, x.rows, x.cols, x.ld};
 }
-static thread_local std::vector<float> t_wide_a, t_wide_b;
 
 // oneDNN runs a product with at least one term (K > 0); an empty one (c = beta·c, or the bias)
 // takes the widening path, whose float products know it.
@@ -88,14 +90,14 @@ static void compute(MatmulForm kind, Mat<float> c, Mat<const bf16> a, Mat<const 
     const int K = kind == MatmulForm::TN ? a.rows : a.cols;
 #ifdef HANDGRAD_ONEDNN
     if (on_onednn(K))
-        return onednn_matmul(OneDnnInput::BF16, kind == MatmulForm::TN, kind == MatmulForm::NT, c.data, a.data,
-                             b.data, bias, c.rows, c.cols, K, a.ld, b.ld, c.ld, alpha, beta);
+        return onednn_matmul_bf16(kind == MatmulForm::TN, kind == MatmulForm::NT, c.data, a.data, b.data, bias, c.rows,
+                                  c.cols, K, a.ld, b.ld, c.ld, alpha, beta);
 #endif
     if (bias) {  // the bias copied into c, the product added onto it
         for (int m = 0; m < c.rows; m++) std::memcpy(c.data + size_t(m) * c.ld, bias, sizeof(float) * size_t(c.cols));
         beta = 1;
     }
-    matmul_widened(kind, c, widened(t_wide_a, a), widened(t_wide_b, b), alpha, beta);
+    matmul_widened(kind, c, widened<WideA>(a), widened<WideB>(b), alpha, beta);
 }
 
 // The product as the layers call it: recorded while recording is on (matmul.h), computed unless

@@ -22,14 +22,13 @@ using dt = dnnl::memory::data_type;
 // thread running attention's parallel loop is alone in that nested team, number 0 in each
 // replica, and two replicas would race on one product's pointers.)
 struct Key {
-    OneDnnInput type;
     bool ta, tb;
     int M, N, K, lda, ldb, ldc;
     float alpha, beta;
     bool bias;
     int threads;
     bool operator==(const Key& o) const {
-        return type == o.type && ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K && lda == o.lda &&
+        return ta == o.ta && tb == o.tb && M == o.M && N == o.N && K == o.K && lda == o.lda &&
                ldb == o.ldb && ldc == o.ldc && alpha == o.alpha && beta == o.beta && bias == o.bias &&
                threads == o.threads;
     }
@@ -52,7 +51,7 @@ dnnl::engine& engine() {
 // a (M,K) and b (K,N) as oneDNN reads them: the strides say which way each is stored.
 std::unique_ptr<Product> make_product(const Key& k) {
     const dnnl::memory::dim M = k.M, N = k.N, K = k.K;
-    const dt in = k.type == OneDnnInput::BF16 ? dt::bf16 : dt::f32;
+    const dt in = dt::bf16;
     // a stored (K,M) when transposed: element (m,k) at k·lda + m; else at m·lda + k
     const dnnl::memory::desc a_md(dims{M, K}, in, k.ta ? dims{1, k.lda} : dims{k.lda, 1});
     // b stored (N,K) when transposed: element (k,n) at n·ldb + k; else at k·ldb + n
@@ -102,13 +101,13 @@ Product* find_product(const Key& k) {
 }  // namespace
 
 // Through oneDNN's C interface, with the arguments on the stack.
-void onednn_matmul(OneDnnInput type, bool ta, bool tb, float* c, const void* a, const void* b, const float* bias,
-                   int M, int N, int K, int lda, int ldb, int ldc, float alpha, float beta) {
+void onednn_matmul_bf16(bool ta, bool tb, float* c, const bf16* a, const bf16* b, const float* bias, int M, int N,
+                        int K, int lda, int ldb, int ldc, float alpha, float beta) {
     const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    Product* p = find_product(Key{type, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, bias != nullptr, threads});
+    Product* p = find_product(Key{ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, bias != nullptr, threads});
     static thread_local dnnl::stream stream(engine());  // this thread's own, as its products
-    dnnl_memory_set_data_handle(p->src.get(), const_cast<void*>(a));
-    dnnl_memory_set_data_handle(p->wei.get(), const_cast<void*>(b));
+    dnnl_memory_set_data_handle(p->src.get(), const_cast<bf16*>(a));
+    dnnl_memory_set_data_handle(p->wei.get(), const_cast<bf16*>(b));
     dnnl_memory_set_data_handle(p->dst.get(), c);
     dnnl_exec_arg_t args[6] = {{DNNL_ARG_SRC, p->src.get()},
                                {DNNL_ARG_WEIGHTS, p->wei.get()},

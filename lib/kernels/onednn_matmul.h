@@ -1,13 +1,15 @@
-// onednn_matmul.h — oneDNN's matmul primitive, the product behind the onednn backend of the
-// float products (matmul.h) and behind the bf16 products (matmul_bf16.h):
+// onednn_matmul.h — oneDNN's matmul primitive on bf16 inputs, the product behind the bf16
+// products' onednn way (matmul_bf16.h):
 //
 //   c(M,N) = alpha · op(a)(M,K) · op(b)(K,N) + beta · c  (+ bias(N) on every row, when given)
 //
 // row-major with leading dimensions, op(a) = a(M,K) or, transposed, a stored (K,M) (ta); op(b)
-// = b(K,N) or b stored (N,K) (tb). a and b are both float or both bf16; c and the bias are
-// float. A transposed operand is a different stride for oneDNN, never a copy.
+// = b(K,N) or b stored (N,K) (tb). a and b are bf16; c and the bias are float, and the sums are
+// float. A transposed operand is a different stride for oneDNN, never a copy. (The float
+// products' onednn backend is oneDNN's dnnl_sgemm, matmul.cpp: on one thread, which is how our
+// split runs every part, it was faster than this primitive on float inputs.)
 //
-// One primitive per product (transposes, input type, sizes, strides, alpha, beta, bias or not)
+// One primitive per product (transposes, sizes, strides, alpha, beta, bias or not)
 // and thread count — the caller's OpenMP threads outside a parallel region, 1 inside one, where
 // nested regions are off and oneDNN runs on the calling thread alone — in a list of each calling
 // thread's own, made on first use and kept to the thread's end, with its scratchpad (our own
@@ -24,13 +26,12 @@
 // Only in builds with oneDNN (HANDGRAD_ONEDNN); the API of its installed major version (2 or 3)
 // is chosen in the .cpp by DNNL_VERSION_MAJOR.
 #pragma once
+#include "lib/kernels/bf16.h"
 
 namespace hg {
 
-enum class OneDnnInput { F32, BF16 };
-
-// a, b: float* for F32, bf16* for BF16. bias: null, or N floats. hg::Error if oneDNN fails.
-void onednn_matmul(OneDnnInput type, bool ta, bool tb, float* c, const void* a, const void* b, const float* bias,
-                   int M, int N, int K, int lda, int ldb, int ldc, float alpha, float beta);
+// bias: null, or N floats. hg::Error if oneDNN fails.
+void onednn_matmul_bf16(bool ta, bool tb, float* c, const bf16* a, const bf16* b, const float* bias, int M, int N,
+                        int K, int lda, int ldb, int ldc, float alpha, float beta);
 
 }  // namespace hg

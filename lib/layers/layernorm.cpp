@@ -3,10 +3,10 @@
 // layernorm.h; the scalar twins there are the reference these are tested against.
 #include "lib/layers/layernorm.h"
 
-#include <vector>
 
 #include "lib/core/errors.h"
 #include "lib/core/parallel.h"
+#include "lib/core/thread_buffer.h"
 #include "lib/kernels/layernorm_kernels.h"
 
 namespace hg {
@@ -29,15 +29,16 @@ void layernorm_forward(float* out,           // (N, C)
     });
 }
 
+struct FloatRow;  // names this thread's buffer for one row in float before its rounding (thread_buffer.h)
+
 void layernorm_forward_bf16(bf16* out16, float* mean, float* rstd, const float* inp, const float* weight,
                             const float* bias, int N, int C) {
     check(N > 0 && C > 0, "layernorm_forward_bf16: sizes must be positive (N = {}, C = {})", N, C);
     for_pieces(N, 1, C, [&](size_t n, size_t) {
-        static thread_local std::vector<float> row;  // grows on the first call, reused after
-        if (row.size() < size_t(C)) row.resize(C);
+        float* row = thread_buffer<FloatRow>(size_t(C));
         const size_t off = n * C;
-        layernorm_forward_row(row.data(), mean + n, rstd + n, inp + off, weight, bias, kLayerNormEps, C);
-        bf16_round(out16 + off, row.data(), C);
+        layernorm_forward_row(row, mean + n, rstd + n, inp + off, weight, bias, kLayerNormEps, C);
+        bf16_round(out16 + off, row, C);
     });
 }
 
