@@ -4,7 +4,8 @@
 // auto measures: it records the products the run's own model makes (every call with its form,
 // sizes, strides and beta, and how often), times each distinct call with each backend on this
 // machine and these threads, and takes the backend whose calls add up to less time. Five
-// things keep this to about a second on any model:
+// things keep this to seconds on any model, however large its batch or context
+// (docs/performance.md has the times):
 //   - the recording runs the model's work without computing its products, on models of their
 //     own with one block and with two, each call's count carried to n_layer blocks (every block
 //     makes the same calls, so this is exact);
@@ -18,8 +19,8 @@
 //   - each distinct call so cut is timed once per backend, not once per use: calls that differ
 //     only past the cut, or in their strides, share one timing;
 //   - the calls are timed largest first, and a backend far behind on the first quarter of the
-//     work is timed no further (add_up_call_times): a library that runs a generic kernel on
-//     this CPU would otherwise take most of the time.
+//     work is timed no further (add_up_call_times): a library running a generic kernel on
+//     the CPU at hand would otherwise take about half of the products' timing.
 // The choice itself goes through startup_choice.h (remembered, the same on every rank). A
 // training run chooses its backend and its batch threads together (batch_threads.h); the apps
 // that only run forward passes choose the backend alone (choose_matmul).
