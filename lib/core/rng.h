@@ -38,6 +38,10 @@ struct Rng {
     double normal() {
         double u1 = 1.0 - uniform();  // (0, 1], so log is finite
         double u2 = uniform();
+        return box_muller(u1, u2);
+    }
+    // Box-Muller's first value from its two uniforms, u1 in (0, 1], u2 in [0, 1).
+    static double box_muller(double u1, double u2) {
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
     }
 };

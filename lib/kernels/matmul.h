@@ -26,10 +26,11 @@
 // bit for bit with any backend, never across them. All run single-threaded inside our own
 // parallel regions (attention's heads, batch threads) and split a product over the process's
 // threads outside them, each by the same plan of blocks of c and runs of K, one single-threaded
-// call per part (matmul_split.h). None allocates through C++'s operator new in a step after the
-// first (the split's partial sums of K and our gemm's packed block grow once, in the first;
-// OpenBLAS and oneDNN's sgemm may take a workspace from malloc, which glibc serves from its free
-// lists once the first step has warmed them).
+// call per part (matmul_split.h). OpenBLAS and Highway allocate nothing through C++'s operator
+// new in a step after the first (the split's partial sums of K and our gemm's packed block grow
+// once, in the first; OpenBLAS may take a workspace from malloc, which glibc serves from its free
+// lists once the first step has warmed them); oneDNN 3's sgemm makes a few blocks of a few bytes
+// inside every call (oneDNN 2's none: tests/test_alloc.cpp bounds them).
 #pragma once
 #include <cassert>
 #include <string>

@@ -45,8 +45,7 @@ void NormalKernel(float* out, size_t n, const Rng& rng, double scale) {
             hn::Store(hn::Mul(hn::Set(d, scale), hn::Mul(radius, hn::Cos(d, angle))), d, z + j);
         }
 #else
-        for (size_t j = 0; j < kBlock; j++)
-            z[j] = scale * (std::sqrt(-2.0 * std::log(u1[j])) * std::cos(2.0 * M_PI * u2[j]));
+        for (size_t j = 0; j < kBlock; j++) z[j] = scale * Rng::box_muller(u1[j], u2[j]);
 #endif
         for (size_t j = 0; j < m; j++) out[i0 + j] = float(z[j]);
     }
