@@ -247,6 +247,19 @@ TEST_CASE("grad_global_norm and clip_grad_norm", "[optim]") {
         CHECK(clip_grad_norm(big.data(), big.size(), 2.5) == norm);
         CHECK(grad_global_norm(big.data(), big.size()) == Approx(2.5).epsilon(1e-6));
     }
+    SECTION("the same bits on any number of threads, and with a ragged end") {
+        for (size_t n : {size_t(7), size_t(16384 * 5 + 3), size_t(16384 * 300 + 11)}) {
+            const std::vector<float> x = test::randn<float>(n, 8, 0.5);
+            double reference = 0;
+            for (float v : x) reference += double(v) * double(v);
+            std::vector<double> norms;
+            for (int threads : {1, 2, 3}) with_threads(threads, [&] { norms.push_back(grad_global_norm(x.data(), n)); });
+            CAPTURE(n);
+            CHECK(norms[0] == Approx(std::sqrt(reference)).epsilon(1e-12));
+            CHECK(norms[1] == norms[0]);
+            CHECK(norms[2] == norms[0]);
+        }
+    }
 }
 
 TEST_CASE("clipping fused into AdamW's pass: the bits of clipping the gradient first", "[optim]") {

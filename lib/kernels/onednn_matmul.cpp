@@ -51,11 +51,10 @@ dnnl::engine& engine() {
 // a (M,K) and b (K,N) as oneDNN reads them: the strides say which way each is stored.
 std::unique_ptr<Product> make_product(const Key& k) {
     const dnnl::memory::dim M = k.M, N = k.N, K = k.K;
-    const dt in = dt::bf16;
     // a stored (K,M) when transposed: element (m,k) at k·lda + m; else at m·lda + k
-    const dnnl::memory::desc a_md(dims{M, K}, in, k.ta ? dims{1, k.lda} : dims{k.lda, 1});
+    const dnnl::memory::desc a_md(dims{M, K}, dt::bf16, k.ta ? dims{1, k.lda} : dims{k.lda, 1});
     // b stored (N,K) when transposed: element (k,n) at n·ldb + k; else at k·ldb + n
-    const dnnl::memory::desc b_md(dims{K, N}, in, k.tb ? dims{1, k.ldb} : dims{k.ldb, 1});
+    const dnnl::memory::desc b_md(dims{K, N}, dt::bf16, k.tb ? dims{1, k.ldb} : dims{k.ldb, 1});
     const dnnl::memory::desc c_md(dims{M, N}, dt::f32, dims{k.ldc, 1});
     const dnnl::memory::desc bias_md(dims{1, N}, dt::f32, dims{N, 1});  // one row, added to every row of c
     dnnl::primitive_attr attr;
