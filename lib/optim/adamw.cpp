@@ -53,9 +53,9 @@ double grad_global_norm(const float* grads, size_t n) {
     const size_t n_chunks = (n + chunk - 1) / chunk;
     std::array<double, kMaxChunks> partial{};
     for_pieces(n, chunk, 1, [&](size_t begin, size_t len) {
-        // Eight running sums, element i into sum i mod 8, added up in that order at the end: one
-        // running sum waits for each add before the next (four cycles or so), eight keep pace
-        // with memory. A fixed order of plain double adds: the same bits on every CPU.
+        // Eight running sums, element i into sum i mod 8 (a ragged end into a ninth), added up at
+        // the end in a fixed order: one running sum waits for each add before the next (four
+        // cycles or so), eight keep pace with memory.
         constexpr size_t kSums = 8;
         std::array<double, kSums> sums{};
         const float* g = grads + begin;

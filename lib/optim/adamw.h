@@ -73,8 +73,8 @@ void adamw_step(float* params,       // (P) updated in place
                 bf16* params16 = nullptr);  // (P) or null: the weights' bf16 copies, refreshed in this pass
 
 // sqrt(Σ g_i²), accumulated in double in a fixed order: the array is cut into chunks whose
-// boundaries depend only on n, each chunk summed in index order, and the chunk sums added in
-// index order. Threads only decide who computes which chunk, so the result is bit-identical
+// boundaries depend only on n, each chunk summed in a fixed order (eight interleaved running
+// sums), and the chunk sums added in index order. Threads only decide who computes which chunk, so the result is bit-identical
 // for any thread count.
 double grad_global_norm(const float* grads, size_t n);  // grads (n)
 
