@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "lib/core/errors.h"
+#include "lib/core/parallel.h"
 
 namespace hg {
 
@@ -86,7 +87,12 @@ public:
         size_ = n;
         ask_for_huge_pages(base, bytes + 64);
     }
-    void zero() { std::memset(aligned_, 0, size_ * sizeof(real)); }
+    // Every number to zero, in pieces over the threads (parallel.h): over a large arena (a model's
+    // gradient, 0.5 GB at GPT-2 small) a pass at memory's pace takes more than one core.
+    void zero() {
+        real* p = aligned_;
+        for_pieces(size_, size_t(1) << 16, 1, [p](size_t i0, size_t n) { std::memset(p + i0, 0, n * sizeof(real)); });
+    }
     real* data() const { return aligned_; }
     size_t size() const { return size_; }
 

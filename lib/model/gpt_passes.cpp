@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "lib/model/gpt.h"
-#include "lib/core/parallel.h"
 #include "lib/model/gpt_choices.h"
 
 namespace hg {
@@ -94,10 +93,7 @@ static void recompute_forward(Layers<real>& layer, GPT<real>& m, int l, const re
 
 template <typename real>
 void gpt_zero_grad(GPT<real>& m) {
-    // A memory-bound pass over every gradient (GPT-2 small: 0.5 GB), in pieces over the threads.
-    real* g = m.grads_memory.data();
-    for_pieces(m.grads_memory.size(), size_t(1) << 16, 1,
-               [&](size_t i0, size_t n) { std::memset(g + i0, 0, n * sizeof(real)); });
+    m.grads_memory.zero();
 }
 
 // The forward pass read bottom to top. Each line is the backward of one forward line. Layers

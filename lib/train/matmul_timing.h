@@ -61,9 +61,10 @@ std::vector<std::vector<double>> time_matmul_call_sets(const std::vector<std::ve
 // are ignored). The calls are timed in order of their work, largest first (the first of
 // equals first). Once the calls timed stand for kTimedBeforeDropping of all the work, a backend
 // whose time so far is more than kFarBehind times the fastest backend's on every set that has
-// calls, each set with some of its calls timed, is timed no further: on each call left it counts the fastest live backend's time multiplied by its
-// ratio so far (its time over the fastest's, every set together). Far behind on the largest
-// calls, it would have to win the rest by more than that to be taken. Returns ms[set][backend].
+// calls, each set with some of its calls timed, is timed no further: on each call left it
+// counts the fastest live backend's time multiplied by its ratio so far (its time over the
+// fastest's, every set together). Far behind on the largest calls, it would have to win the
+// rest by more than that to be taken. Returns ms[set][backend].
 constexpr double kTimedBeforeDropping = 0.25, kFarBehind = 2.0;
 std::vector<std::vector<double>> add_up_call_times(
     size_t sets, const std::vector<std::vector<double>>& uses, const std::vector<double>& work, size_t backends,
