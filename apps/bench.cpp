@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
         openblas_set_num_threads(threads);
         const GPTConfig c = model.config();
         const int T = c.block_size;
-        const ActivationPlan plan{parse_attention(attention), parse_recompute(recompute)};
+        const ActivationPlan plan = training_plan(parse_attention(attention), parse_recompute(recompute));
         check_memory_available(
             memory_need(c, batch_size, T, batch_threads, 3, parse_dtype(dtype) == DType::BFloat16, plan));
 

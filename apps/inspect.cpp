@@ -25,6 +25,7 @@
 #include "lib/model/count.h"
 #include "lib/model/memory_check.h"
 #include "lib/model/probe.h"
+#include "lib/train/train_config.h"
 
 using namespace hg;
 
@@ -47,7 +48,7 @@ static std::vector<MemoryRow> memory_rows(const GPTConfig& c, int B, int T) {
     std::vector<MemoryRow> rows;
     for (AttentionKind a : {AttentionKind::Flash, AttentionKind::Materialized})
         for (Recompute r : {Recompute::None, Recompute::Attention, Recompute::Block}) {
-            MemoryRow row{{a, r}, std::nullopt, std::nullopt};
+            MemoryRow row{training_plan(a, r), std::nullopt, std::nullopt};
             try {
                 row.f32 = memory_need(c, B, T, 1, 3, false, row.plan);
                 row.bf16 = memory_need(c, B, T, 1, 3, true, row.plan);

@@ -104,7 +104,7 @@ struct TrainFlags {
         c.schedule.replans = parse_replans(lr_replans);
         c.optimizer = parse_optimizer(optimizer);
         c.dtype = parse_dtype(dtype);
-        c.activations = {parse_attention(attention), parse_recompute(recompute)};
+        c.activations = training_plan(parse_attention(attention), parse_recompute(recompute));
         if (o_max_iters->count() && !o_budget->count()) c.time_budget = 0;
         check(!(o_max_iters->count() && o_budget->count() && c.time_budget > 0),
               "give --max_iters or --time_budget, not both (the budget decides the iterations)");

@@ -177,6 +177,27 @@ TEST_CASE("recompute: the gradients are the same bits as keeping everything", "[
                 }
 }
 
+TEST_CASE("a plan that keeps no logits: the same loss and gradient bits, one (N, V) buffer less", "[model][memory]") {
+    const GPTConfig configs[] = {tiny_config(), modern(tiny_config())};  // the second soft-caps its logits
+    for (const GPTConfig& c : configs)
+        for (bool bf16 : {false, true}) {
+            const bool capped = c.logit_softcap > 0.0f;
+            INFO((capped ? "modern" : "gpt2") << " block, " << (bf16 ? "bf16" : "float"));
+            ActivationPlan no_logits;
+            no_logits.keep_logits = false;
+            const Pass kept = run_pass(c, {}, 3, 33, bf16), dropped = run_pass(c, no_logits, 3, 33, bf16);
+            CHECK(dropped.loss == kept.loss);
+            CHECK(std::memcmp(dropped.grads.data(), kept.grads.data(), kept.grads.size() * sizeof(float)) == 0);
+            // The probabilities take the logits' memory, unless the soft cap's backward needs them.
+            const size_t NV = 3 * size_t(c.block_size) * c.vocab_size, taken = (NV + 15) / 16 * 16;  // Carver's
+            CHECK(gpt_activation_floats(c, 3, c.block_size, {}) - gpt_activation_floats(c, 3, c.block_size, no_logits) ==
+                  (capped ? 0 : taken));
+            GPT<float> m;
+            gpt_build<float>(m, c, 3, c.block_size, nullptr, no_logits);
+            CHECK((m.acts.probs == m.acts.logits) == !capped);
+        }
+}
+
 TEST_CASE("recompute: a training run with batch threads and accumulation ends on the same bits", "[recompute][train]") {
     const std::vector<int> ids = random_ids(8);
     const GPTConfig c = tiny_config();
@@ -187,7 +208,7 @@ TEST_CASE("recompute: a training run with batch threads and accumulation ends on
     for (DType dtype : {DType::Float32, DType::BFloat16})
         for (Recompute recompute : {Recompute::None, Recompute::Attention, Recompute::Block}) {
             INFO(to_string(dtype) << ", recompute " << to_string(recompute));
-            tc.dtype = dtype, tc.activations = {AttentionKind::Flash, recompute};
+            tc.dtype = dtype, tc.activations = training_plan(AttentionKind::Flash, recompute);
             Trainer t;
             t.start(c, tc, std::vector<std::string>(11, "x"), ids, ids);
             for (int i = 0; i < tc.max_iters; i++) t.step();
@@ -209,7 +230,7 @@ TEST_CASE("the memory check counts what each plan keeps", "[flash][recompute][me
                                           << (bf16 ? ", bf16" : ""));
                 TrainConfig tc;
                 tc.batch_size = 4, tc.batch_threads = 2, tc.eval_iters = 1;
-                tc.dtype = bf16 ? DType::BFloat16 : DType::Float32, tc.activations = {attention, recompute};
+                tc.dtype = bf16 ? DType::BFloat16 : DType::Float32, tc.activations = training_plan(attention, recompute);
                 Trainer t;
                 t.start(c, tc, std::vector<std::string>(11, "x"), ids, ids);
                 const MemoryNeed need = memory_need(c, tc.batch_size, c.block_size, 2, 3, bf16, tc.activations);

@@ -32,7 +32,7 @@ TEST_CASE("memory_need counts exactly the floats the trainer's arenas hold", "[r
         Trainer t;
         t.start(c, tc, vocab, ids, ids);
         // the default plan; each plan's count: tests/test_attention_plan.cpp
-        const MemoryNeed need = memory_need(c, tc.batch_size, c.block_size, R, 3);
+        const MemoryNeed need = memory_need(c, tc.batch_size, c.block_size, R, 3, false, tc.activations);
         CHECK(need.state_bytes == 4.0 * double(t.state_floats()));
         CHECK(need.activation_bytes == 4.0 * double(t.activation_floats()));
     }

@@ -76,6 +76,13 @@ TEST_CASE("crossentropy_row kernel matches its scalar twin on every SIMD target"
                     else
                         CHECK(loss ==
                               Approx(-std::log(want_d[target_id])).epsilon(1e-5).margin(1e-6));
+                    // In place (probs over logits): the same bits, the loss included.
+                    std::vector<float> in_place = x, twin_in_place = x;
+                    CHECK(hg::crossentropy_row(in_place.data(), in_place.data(), n, target_id) == loss);
+                    CHECK(in_place == got);
+                    CHECK(hg::crossentropy_row_scalar(twin_in_place.data(), twin_in_place.data(), n, target_id) ==
+                          loss_f);
+                    CHECK(twin_in_place == want);
                 }
             }
     });

@@ -67,11 +67,12 @@ void SoftmaxRow(float* out, const float* inp, size_t n) {
 }
 
 float CrossentropyRow(float* probs, const float* logits, size_t n, int target) {
+    const float x_target = target < 0 ? 0.0f : logits[target];
     const float maxval = RowMax(logits, n);
     const float sum = ExpMinusMax(probs, logits, n, maxval);
     ScaleInPlace(probs, n, 1.0f / sum);
     if (target < 0) return 0.0f;
-    return std::log(sum) + (maxval - logits[target]);
+    return std::log(sum) + (maxval - x_target);
 }
 
 void SoftmaxBackwardRow(float* dinp, const float* out, const float* dout, size_t n) {

@@ -23,7 +23,8 @@ void softmax_row(float* out, const float* inp, size_t n);
 // probs = softmax(logits) over n >= 1 entries, and returns the loss -log probs[target]
 // (0 when target < 0, the "ignore" label). The loss is computed as
 //   log Σ_j exp(x_j - max)  +  (max - x_target)
-// both terms >= 0, so it stays finite even when probs[target] underflows to 0.
+// both terms >= 0, so it stays finite even when probs[target] underflows to 0. probs may
+// alias logits (x_target is read before anything is written).
 float crossentropy_row(float* probs, const float* logits, size_t n, int target);
 
 // The softmax Jacobian-vector product, for one row: given out = softmax(x) and
@@ -49,6 +50,7 @@ void softmax_row_scalar(real* out, const real* inp, size_t n) {
 
 template <typename real>
 real crossentropy_row_scalar(real* probs, const real* logits, size_t n, int target) {
+    const real x_target = target < 0 ? real(0) : logits[target];
     real maxval = logits[0];
     for (size_t i = 1; i < n; i++) maxval = std::max(maxval, logits[i]);
     real sum = 0;
@@ -59,7 +61,7 @@ real crossentropy_row_scalar(real* probs, const real* logits, size_t n, int targ
     real inv = real(1) / sum;
     for (size_t i = 0; i < n; i++) probs[i] *= inv;
     if (target < 0) return real(0);
-    return std::log(sum) + (maxval - logits[target]);
+    return std::log(sum) + (maxval - x_target);
 }
 
 // Softmax backward, one row (n).  out_i = exp(x_i) / Σ_j exp(x_j), so

@@ -11,7 +11,8 @@
 //
 // losses (N), probs (N,V) and logits (N,V) are row-major; targets (N) are class ids or -1.
 // probs are stored for the backward (it needs nothing else); dlogits may be probs itself, each row
-// read before it is written (the model writes the gradient over the probabilities).
+// read before it is written (the model writes the gradient over the probabilities), and probs may
+// be logits itself (a model that keeps no logits, ActivationPlan in config.h).
 #pragma once
 #include <cstddef>
 

@@ -91,6 +91,11 @@ enum class Recompute {
 struct ActivationPlan {
     AttentionKind attention = AttentionKind::Flash;
     Recompute recompute = Recompute::None;
+    // Whether acts.logits outlives the forward. false: the cross-entropy writes the probabilities
+    // over the logits, one (N, V) buffer instead of two, with the same loss and gradients, for a
+    // caller that reads no logits. A soft-capped model keeps them whatever this says (the cap's
+    // backward reads them).
+    bool keep_logits = true;
 };
 
 // Named configurations, usable as --preset=NAME by every app (flags override them). The list

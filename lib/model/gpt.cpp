@@ -140,7 +140,8 @@ static size_t bind_activations(const GPTConfig& c, int B, int T, ActivationPlan 
         s.res_3 = arena.take(N * C);
     }
     a.ln_f = arena.take(N * C), a.ln_f_mean = take_if(layernorm, N), a.ln_f_rstd = arena.take(N);
-    a.logits = arena.take(N * V), a.probs = arena.take(N * V), a.losses = arena.take(N);
+    const bool keep_logits = plan.keep_logits || c.logit_softcap > 0.0f;
+    a.logits = arena.take(N * V), a.probs = keep_logits ? arena.take(N * V) : a.logits, a.losses = arena.take(N);
     return arena.used;
 }
 

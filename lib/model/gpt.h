@@ -127,7 +127,8 @@ struct ActivationTensors {
     real* ln_f_mean;  // (N) or null, as ln_1_mean
     real* ln_f_rstd;  // (N)
     real* logits;     // (N, V), after the soft cap when there is one (in place)
-    real* probs;      // (N, V) softmax(logits), kept for the loss's backward, which overwrites it
+    real* probs;      // (N, V) softmax(logits), kept for the loss's backward, which overwrites it;
+                      // logits' own memory when the plan keeps no logits
     real* losses;     // (N)
 };
 
@@ -245,6 +246,7 @@ struct ForwardMode {
 
 // idx (B, T) token ids; targets (B, T) or null (then no loss: returns 0). Fills
 // acts.logits (B, T, V), soft-capped when the config caps them; returns the mean cross-entropy.
+// With targets, a model whose plan keeps no logits holds the probabilities there afterwards.
 // T may be shorter than block_size, never longer: every position encoding, rope included, is
 // defined for positions 0 .. block_size-1 (rope's table has block_size rows), and a longer
 // context is hg::Error. A sampler crops the context to its last block_size tokens.

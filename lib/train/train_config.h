@@ -19,6 +19,14 @@ enum class DType { Float32, BFloat16 };
 DType parse_dtype(const std::string& s);  // "float32" | "bfloat16"; hg::Error otherwise
 std::string to_string(DType d);
 
+// The plan of a training run's models: attention and recomputation as given (--attention,
+// --recompute), and no logits kept, since a training step reads only the loss (config.h).
+inline ActivationPlan training_plan(AttentionKind attention, Recompute recompute) {
+    ActivationPlan plan;
+    plan.attention = attention, plan.recompute = recompute, plan.keep_logits = false;
+    return plan;
+}
+
 struct TrainConfig {
     int batch_size = 12;
     int batch_threads = 1;  // R: threads that each take batch_size / R rows with a replica of the model (trainer.h)
@@ -35,7 +43,7 @@ struct TrainConfig {
     uint64_t seed = 1337;
     double time_budget = 0;  // seconds of training (evaluation excluded); 0: train max_iters
     DType dtype = DType::Float32;
-    ActivationPlan activations;  // --attention (flash | materialized), --recompute (none | attention | block)
+    ActivationPlan activations = training_plan(AttentionKind::Flash, Recompute::None);  // --attention, --recompute
     void validate() const;   // throws hg::Error naming the bad value
 };
 
