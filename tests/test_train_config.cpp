@@ -20,7 +20,7 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     c.schedule.decay_lr = false, c.schedule.replans = {{250, 1200}, {400, 1180}};
     c.adamw.beta1 = 0.8f, c.adamw.beta2 = 0.9f, c.adamw.eps = 1e-6f;
     c.optimizer = OptimizerKind::Muon, c.muon.lr = 0.004f, c.muon.momentum = 0.9f, c.muon.momentum_warmup = 30;
-    c.activations = {AttentionKind::Materialized, Recompute::Block};
+    c.activations = training_plan(AttentionKind::Materialized, Recompute::Block);
     const std::string j = train_config_to_json(c, R"({"data": "input.txt", "threads": 2})");
     const TrainConfig back = train_config_from_json(j);
     CHECK(train_config_to_json(back) == train_config_to_json(c));
@@ -33,6 +33,8 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     CHECK(back.muon.momentum_warmup == 30);
     CHECK(back.activations.attention == AttentionKind::Materialized);
     CHECK(back.activations.recompute == Recompute::Block);
+    CHECK(!back.activations.keep_logits);  // a training step reads only the loss
+    CHECK(!TrainConfig{}.activations.keep_logits);
     const auto parsed = nlohmann::json::parse(j);
     CHECK(parsed["data"] == "input.txt");
     CHECK(parsed["threads"] == 2);
