@@ -171,6 +171,15 @@ TEST_CASE("llm.c debug state: handgrad's batch, logits, loss and gradients in ll
     gpt_forward(model, ids.data(), nullptr, B, T);
     CHECK_THROWS_WITH(save_llmc_state(path + "2", model), Catch::Contains("targets"));
     CHECK(!fs::exists(path + "2"));
+    // Nor that of a model whose probabilities took the logits' place.
+    GPT<float> no_logits;
+    ActivationPlan plan;
+    plan.keep_logits = false;
+    gpt_build<float>(no_logits, small_gpt2(), B, T, nullptr, plan);
+    gpt_init(no_logits, 7);
+    gpt_forward(no_logits, ids.data(), ids.data() + 1, B, T);
+    CHECK_THROWS_WITH(save_llmc_state(path + "2", no_logits), Catch::Contains("logits"));
+    CHECK(!fs::exists(path + "2"));
 }
 
 TEST_CASE("llm.c model file: a wrong header, size or model is one hg::Error", "[llmc][errors]") {

@@ -16,6 +16,7 @@ void save_llmc_state(const std::string& path, const GPT<float>& model, int Vp) {
     const GPTConfig& c = model.config;
     check_llmc_model(c);
     check(model.has_targets, "a debug state needs a forward pass with targets");
+    check(model.acts.logits != model.acts.probs, "a debug state needs the logits, and this model's plan keeps none");
     if (Vp == 0) Vp = llmc_padded_vocab(c.vocab_size);
     check(Vp >= c.vocab_size, "padded vocabulary {} is smaller than the vocabulary {}", Vp, c.vocab_size);
     const size_t N = size_t(model.B) * model.T;

@@ -25,8 +25,8 @@ namespace hg {
 constexpr int32_t kLlmcStateMagic = 20240327, kLlmcStateVersion = 2;
 
 // Writes the state of `model`'s last forward and backward, atomically. Vp as the model file's
-// (0: llmc_padded_vocab). hg::Error when the model is not one llm.c runs, or its last forward had
-// no targets.
+// (0: llmc_padded_vocab). hg::Error when the model is not one llm.c runs, its last forward had
+// no targets, or its plan keeps no logits (ActivationPlan, config.h).
 void save_llmc_state(const std::string& path, const GPT<float>& model, int Vp = 0);
 
 // A debug state read back: the file names neither V nor the parameters, so the model's config
