@@ -1,8 +1,9 @@
 // The model's ActivationPlan (lib/model/config.h): which attention runs, flash or materialized,
 // and what the forward keeps for the backward (--recompute). The two attentions compute the same
 // function, so the model's loss and gradients agree within float rounding; recomputation repeats
-// the forward's own arithmetic, so its gradients are the same bits as keeping everything; the
-// memory check counts what each plan keeps; checkpoints do not depend on the plan.
+// the forward's own arithmetic, so its gradients are the same bits as keeping everything, and so
+// are a plan's that keeps no logits (the probabilities written over them); the memory check
+// counts what each plan keeps; checkpoints do not depend on the plan.
 #include "tests/catch.h"
 
 #include <cmath>
