@@ -18,7 +18,9 @@ MemoryNeed memory_need(const GPTConfig& config, int batch_size, int T, int repli
           "batch_size ({}) must be positive and split evenly over {} batch threads", batch_size, replicas);
     check(T >= 1 && T <= config.block_size, "sequence length {} must be in [1, block_size = {}]", T, config.block_size);
     // The largest arenas, estimated in double first so that no size_t product below can wrap:
-    // materialized attention's matrices (B, NH, T, T) twice, the logits (B, T, V) twice (logits, then probs and dlogits in one buffer).
+    // materialized attention's matrices (B, NH, T, T) twice, the logits (B, T, V) at most twice
+    // (the logits, then probs and dlogits in one buffer; one buffer for all three when the plan
+    // keeps no logits).
     const double rows = double(batch_size) / replicas;
     const double matrices = plan.attention == AttentionKind::Materialized ? 2.0 * config.n_head * T : 0.0;
     const double largest = rows * T * (matrices + 2.0 * config.vocab_size + 20.0 * config.n_embd + config.n_head);
