@@ -86,8 +86,9 @@ struct TrainFlags {
         matmul.add(app);
         app.add_option("--matmul_bf16", matmul_bf16,
                        "auto | onednn | widen: how the bf16 products run under --dtype=bfloat16 (onednn: its bf16 "
-                       "matmul, where the CPU has AVX512_BF16; widen: widened to float, on the --matmul backend; "
-                       "auto: timed with the backend and batch threads)")
+                       "matmul, where the CPU has AVX512_BF16, and flash attention's tiles on the same dot "
+                       "products; widen: widened to float, on the --matmul backend; auto: timed with the backend "
+                       "and batch threads)")
             ->capture_default_str();
         app.add_option(
             "--threads", threads,

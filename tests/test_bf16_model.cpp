@@ -35,6 +35,7 @@
 #include "lib/core/rng.h"
 #include "lib/data/dataset.h"
 #include "lib/kernels/matmul_bf16.h"
+#include "lib/layers/flash_attention.h"
 #include "lib/layers/linear.h"
 #include "lib/model/gpt.h"
 #include "lib/model/memory_check.h"
@@ -149,6 +150,43 @@ TEST_CASE("the bf16 step's gradients are the float step's within the bound from 
             WARN(name << ", " << matmul_bf16_describe() << ": worst relative gradient error " << worst
                       << " against the bound " << bound);
             CHECK(largest_change > 0);  // bf16 really ran
+        }
+    }
+    matmul_bf16_force_widen(false);
+}
+
+// The model's flash attention runs its bf16 tiles the way the linear layers' bf16 products run:
+// on the CPU's dot products (FlashProducts::Bf16Dot) when those are oneDNN's, widened otherwise.
+// Checked bit for bit against the layer called with each way on the first block's qkv.
+TEST_CASE("flash attention's bf16 tiles take the way of the bf16 products", "[bf16][model]") {
+    GPTConfig c = preset("course");
+    c.dropout = 0.0f;
+    const int B = 3, T = c.block_size, C = c.n_embd, NH = c.n_head;
+    GPT<float> m;
+    gpt_build(m, c, B, T);  // the default plan: flash attention
+    gpt_init(m, 7);
+    std::vector<int> idx(size_t(B) * T), tgt(idx.size());
+    Rng rng(3);
+    for (size_t i = 0; i < idx.size(); i++)
+        idx[i] = int(rng.below(c.vocab_size)), tgt[i] = int(rng.below(c.vocab_size));
+    gpt_use_bf16(m);
+    const size_t n = flash_attention_bf16_scratch(T, C, NH);  // one thread's slice: the same bits as any other count
+    std::vector<float> scratch(n), out(size_t(B) * T * C), lse(size_t(B) * NH * T);
+    std::vector<bf16> out16(out.size());
+    for (bool widen : {false, true}) {
+        matmul_bf16_force_widen(widen);
+        gpt_forward(m, idx.data(), tgt.data(), B, T);
+        const BlockActivations<float>& a = m.acts.h[0];
+        const FlashProducts expected =
+            matmul_bf16_backend() == Bf16Backend::OneDNN ? FlashProducts::Bf16Dot : FlashProducts::Bf16Widened;
+        for (FlashProducts products : {FlashProducts::Bf16Dot, FlashProducts::Bf16Widened}) {
+            flash_attention_forward_bf16(out.data(), out16.data(), lse.data(), scratch.data(), n, a.qkv, B, T, C, NH,
+                                         Dropout{}, products);
+            const bool same = std::memcmp(out.data(), a.atty, out.size() * sizeof(float)) == 0;
+            INFO(matmul_bf16_describe() << "; the layer with "
+                                        << (products == FlashProducts::Bf16Dot ? "Bf16Dot" : "Bf16Widened"));
+            if (products == expected) CHECK(same);
+            else if (flash_bf16_dot_available()) CHECK_FALSE(same);  // the two ways differ in the last bits here
         }
     }
     matmul_bf16_force_widen(false);

@@ -98,9 +98,10 @@
 // The entry-wise bound this gives against the float layer is derived in tests/test_flash_attention.cpp.
 // products: Bf16Widened (the default) runs them on the bf16 numbers widened back to float (exact),
 // Bf16Dot on the CPU's bf16 dot products (AVX512_BF16) where it has them. The two are the same
-// products up to the order of the float sums (lib/kernels/flash_attention_kernels.h); on the Xeon
-// this was measured on, vdpbf16ps runs at half the flop rate of float fused multiply-adds, so the
-// widened ones are the faster (docs/attention-memory.md). The scratch sizes hold either.
+// products up to the order of the float sums (lib/kernels/flash_attention_kernels.h). Which is
+// faster depends on the CPU: one Xeon's vdpbf16ps runs at half the flop rate of its float fused
+// multiply-adds, a Zen 5's at nearly twice (docs/attention-memory.md). The model passes the way
+// its linear layers' bf16 products run (lib/model/gpt_choices.h). The scratch sizes hold either.
 //
 // ---- Working space and threads ----------------------------------------------------------------
 // Nothing is allocated inside a call. scratch holds one slice of flash_attention_scratch(T, C, NH)

@@ -18,6 +18,7 @@
 
 #include "lib/core/profile.h"
 #include "lib/core/rng.h"
+#include "lib/kernels/matmul_bf16.h"  // which way the bf16 products run, for flash attention's tiles
 #include "lib/layers/layers.h"
 #include "lib/model/config.h"
 #include "lib/model/gpt.h"
@@ -142,6 +143,15 @@ struct Layers {
         if constexpr (kFastPath<real>) return m.mixed.on();
         return false;
     }
+    // How flash attention's bf16 tile products run: the way the linear layers' bf16 products run
+    // (matmul_bf16.h, set once per run). Where those take the CPU's bf16 dot products (onednn), the
+    // tiles take them too (FlashProducts::Bf16Dot); where they are widened to float, so are the
+    // tiles. Both ways give the same products up to the order of the float sums, and which is
+    // faster is a property of the CPU (its dot products against its float FMAs), which the run's
+    // choice of the bf16 way has measured.
+    static FlashProducts flash_products() {
+        return matmul_bf16_backend() == Bf16Backend::OneDNN ? FlashProducts::Bf16Dot : FlashProducts::Bf16Widened;
+    }
     // The bf16 copy of a linear layer's input: a block's ln_1, atty, ln_2 or fc_act, or ln_f.
     bf16* input_copy(const real* inp) const {
         const ActivationTensors<real>& a = m.acts;
@@ -222,7 +232,8 @@ struct Layers {
         if (m.plan.attention == AttentionKind::Flash) {
             if constexpr (kFastPath<real>) {
                 if (in_bf16())
-                    return flash_attention_forward_bf16(out, input_copy(out), lse, scratch, n, qkv, B, T, C, NH, drop);
+                    return flash_attention_forward_bf16(out, input_copy(out), lse, scratch, n, qkv, B, T, C, NH, drop,
+                                                        flash_products());
                 return flash_attention_forward(out, lse, scratch, n, qkv, B, T, C, NH, drop);
             }
             return flash_attention_forward_twin(out, lse, qkv, B, T, C, NH, drop, kFlashTile);
@@ -327,7 +338,7 @@ struct Layers {
                 bf16* dqkv16 = turned ? nullptr : m.mixed.dout;
                 if (flash)
                     return flash_attention_backward_bf16(dqkv, dqkv16, scratch, n, dout, qkv, out, lse, B, T, C, NH,
-                                                         drop);
+                                                         drop, flash_products());
                 return attention_backward_bf16(dqkv, dqkv16, scratch, m.mixed.attention, dout, qkv, att, B, T, C, NH,
                                                drop);
             }
