@@ -218,7 +218,7 @@ TEST_CASE("The dropout kernel keeps exactly the elements Dropout::keep keeps, on
     for (int j = 0; j < 100; j++) x[size_t(j) * 7 % n] = -2.25f;  // signs: dropped negatives are +0 too
     const Floats x2 = randn<float>(n, 66);
     for_each_target([&] {
-        for (float p : {1e-7f, 0.1f, 0.5f, 0.999f})
+        for (float p : {1e-7f, 0.05f, 0.1f, 0.2f, 0.5f, 0.999f})
             for (size_t i0 : {size_t(0), size_t(3), size_t(123457), ~size_t(0) - 500}) {
                 for (uint64_t key : {uint64_t(0), uint64_t(0x5eedULL), ~uint64_t(0)}) {
                     const Dropout drop{p, key};
