@@ -1,6 +1,7 @@
 // test_bf16_model.cpp — mixed precision in the model and the trainer: the linear layer's bf16
-// products against double, the whole step's gradients against the float step's, the copies the
-// optimizers keep, checkpoints across dtypes, and exact resume within one.
+// products against double, the whole step's gradients against the float step's, the way flash
+// attention's bf16 tiles take, the copies the optimizers keep, checkpoints across dtypes, and
+// exact resume within one.
 //
 // The bound on a product (tests/test_bf16.cpp): with u = 2⁻⁸ bf16's unit roundoff and ε = 2⁻²⁴
 // float's, an entry Σ_k a_k·b_k computed from bf16-rounded inputs with float sums is off by at

@@ -146,9 +146,9 @@ struct Layers {
     // How flash attention's bf16 tile products run: the way the linear layers' bf16 products run
     // (matmul_bf16.h, set once per run). Where those take the CPU's bf16 dot products (onednn), the
     // tiles take them too (FlashProducts::Bf16Dot); where they are widened to float, so are the
-    // tiles. Both ways give the same products up to the order of the float sums, and which is
-    // faster is a property of the CPU (its dot products against its float FMAs), which the run's
-    // choice of the bf16 way has measured.
+    // tiles. Both ways give the same products up to the order of the float sums; which is faster
+    // is a property of the CPU (its dot products against its float FMAs), and the run's choice of
+    // the bf16 way, timed on the linear layers' products, is the measurement of it at hand.
     static FlashProducts flash_products() {
         return matmul_bf16_backend() == Bf16Backend::OneDNN ? FlashProducts::Bf16Dot : FlashProducts::Bf16Widened;
     }
