@@ -93,6 +93,9 @@ CANDIDATES = [
      {"n_layer": 6, "n_embd": 192, "n_head": 6, "dropout": 0.05}),
     ("wide192_drop0.05_muon2e-2", "192 wide, 6 heads, dropout 0.05, Muon's lr 2e-2",
      {"n_embd": 192, "n_head": 6, "dropout": 0.05, "muon_lr": 2e-2}),
+    # Weight decay with Muon (over --preset=speedrun, whose 0.3 came from the AdamW-only search):
+    # one --weight_decay scales both optimizers' decay (lr · wd a step).
+    ("wd0.1", "weight decay 0.1", {"weight_decay": 0.1}),
 ]
 
 # Training flags that change the step's time: the batch, the optimizer (Muon's Newton–Schulz), the dtype.
