@@ -105,6 +105,13 @@ TEST_CASE("linear in bf16: out, dinp and dweight within the product bound of the
     matmul_bf16_force_widen(false);
 }
 
+// n random tokens and targets below V, drawn in turn from Rng(seed).
+static void random_batch(std::vector<int>& idx, std::vector<int>& tgt, size_t n, int V, uint64_t seed) {
+    idx.resize(n), tgt.resize(n);
+    Rng rng(seed);
+    for (size_t i = 0; i < n; i++) idx[i] = int(rng.below(V)), tgt[i] = int(rng.below(V));
+}
+
 // The gradients of one forward and backward, tensor by tensor.
 static std::vector<float> step_gradient(GPT<float>& m, const std::vector<int>& idx, const std::vector<int>& tgt,
                                         int B, int T) {
@@ -123,10 +130,8 @@ TEST_CASE("the bf16 step's gradients are the float step's within the bound from 
         GPT<float> m;
         gpt_build(m, c, B, T);
         gpt_init(m, 11);
-        std::vector<int> idx(size_t(B) * T), tgt(idx.size());
-        Rng rng(5);
-        for (size_t i = 0; i < idx.size(); i++)
-            idx[i] = int(rng.below(c.vocab_size)), tgt[i] = int(rng.below(c.vocab_size));
+        std::vector<int> idx, tgt;
+        random_batch(idx, tgt, size_t(B) * T, c.vocab_size, 5);
         const std::vector<float> g32 = step_gradient(m, idx, tgt, B, T);
         const double loss32 = m.loss;
         gpt_use_bf16(m);
@@ -166,10 +171,8 @@ TEST_CASE("flash attention's bf16 tiles take the way of the bf16 products", "[bf
     GPT<float> m;
     gpt_build(m, c, B, T);  // the default plan: flash attention
     gpt_init(m, 7);
-    std::vector<int> idx(size_t(B) * T), tgt(idx.size());
-    Rng rng(3);
-    for (size_t i = 0; i < idx.size(); i++)
-        idx[i] = int(rng.below(c.vocab_size)), tgt[i] = int(rng.below(c.vocab_size));
+    std::vector<int> idx, tgt;
+    random_batch(idx, tgt, size_t(B) * T, c.vocab_size, 3);
     gpt_use_bf16(m);
     const size_t n = flash_attention_bf16_scratch(T, C, NH);  // one thread's slice: the same bits as any other count
     std::vector<float> scratch(n), out(size_t(B) * T * C), lse(size_t(B) * NH * T);
