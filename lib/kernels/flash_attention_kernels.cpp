@@ -236,6 +236,10 @@ void FlashForward(float* out, bf16* out16, float* lse, const FlashHead& head, co
     ForwardHead<RoundedStep>(out, out16, lse, head, next, scratch);
 }
 
+float FlashExpRow(float* p, const float* x, int n, int width, float scale, float shift) {
+    return ExpRow(p, x, n, width, scale, shift);
+}
+
 void FlashBackward(const FlashGrads& grads, const FlashHead& head, const FlashHead* next, FlashProducts products,
                    float* scratch) {
     if (products == FlashProducts::Float) return BackwardHead<FloatStep>(grads, head, next, scratch);
@@ -254,6 +258,7 @@ namespace hg {
 HWY_EXPORT(FlashForward);
 HWY_EXPORT(FlashBackward);
 HWY_EXPORT(Bf16DotAvailable);
+HWY_EXPORT(FlashExpRow);
 
 size_t flash_head_scratch(int T, int hs, FlashProducts products) {
     size_t most = 0;
@@ -265,6 +270,10 @@ size_t flash_head_scratch(int T, int hs, FlashProducts products) {
         most = std::max({most, forward.used, backward.used});
     }
     return most;
+}
+
+float flash_exp_row(float* p, const float* x, int n, int width, float scale, float shift) {
+    return HWY_DYNAMIC_DISPATCH(FlashExpRow)(p, x, n, width, scale, shift);
 }
 
 bool flash_bf16_dot_available() { return HWY_DYNAMIC_DISPATCH(Bf16DotAvailable)(); }

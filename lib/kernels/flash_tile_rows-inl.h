@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "lib/kernels/bf16-inl.h"
+#include "lib/kernels/exp-inl.h"
 #include "lib/kernels/flash_attention_kernels.h"
 #include "lib/kernels/flash_space.h"
 #include "lib/kernels/flash_tile_products-inl.h"  // D, V
@@ -150,7 +151,7 @@ float ExpRow(float* p, const float* x, int n, int width, float scale, float shif
     V sum = hn::Zero(d);
     int j = 0;
     for (; j < n; j += L) {
-        const V e = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, x + j), vs), vshift));
+        const V e = ExpClamped(d, hn::Sub(hn::Mul(hn::LoadU(d, x + j), vs), vshift));
         const V kept = hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), e);
         sum = hn::Add(sum, kept);
         hn::StoreU(kept, d, p + j);
