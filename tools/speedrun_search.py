@@ -96,6 +96,9 @@ CANDIDATES = [
     # Weight decay with Muon (over --preset=speedrun, whose 0.3 came from the AdamW-only search):
     # one --weight_decay scales both optimizers' decay (lr · wd a step).
     ("wd0.1", "weight decay 0.1", {"weight_decay": 0.1}),
+    # Muon's lr below the preset's 1e-2 (over --preset=speedrun: 2e-2 lost to 1e-2 there).
+    ("muon7e-3", "Muon's lr 7e-3", {"muon_lr": 7e-3}),
+    ("muon5e-3", "Muon's lr 5e-3", {"muon_lr": 5e-3}),
 ]
 
 # Training flags that change the step's time: the batch, the optimizer (Muon's Newton–Schulz), the dtype.
