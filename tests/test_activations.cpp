@@ -10,10 +10,10 @@
 //
 // Tolerances, in ulps (eps = FLT_EPSILON) of each element's natural scale, with the worst
 // measured on this machine (AVX3, AVX2, SSE4, SSSE3, SCALAR targets) when they were set:
-//   SwiGLU  out  |ref|                                   <= 4   measured 2.43 (2.08 vs double)
-//           da   |dout·b|·σ(a)·(1 + |a|·(1 - σ(a)))      <= 4   measured 2.17 (2.23 vs double)
-//           db   |dout·a·σ(a)|                           <= 4   measured 2.27 (2.08 vs double)
-//     (σ through one hwy Exp and one divide, against std::exp)
+//   SwiGLU  out  |ref|                                   <= 4   measured 2.48 (2.29 vs double)
+//           da   |dout·b|·σ(a)·(1 + |a|·(1 - σ(a)))      <= 4   measured 2.80 (2.40 vs double)
+//           db   |dout·a·σ(a)|                           <= 4   measured 2.52 (2.15 vs double)
+//     (σ through one exponential of lib/kernels/exp-inl.h and one divide, against std::exp)
 //   ReLU²   bit-identical to the float twin (a max and exact-order products); within half an
 //           ulp (one rounding) of the double twin
 //   softcap out  |ref|                                   <= 6   measured 2.33 (2.12 vs double)

@@ -426,7 +426,7 @@ TEST_CASE("flash attention rejects bad arguments with hg::Error", "[flash][layer
 
 // The row pass's exponentials (lib/kernels/exp-inl.h) against exp in double of the same float
 // exponent, on every target: within 4ε relative (ε = 2⁻²⁴; the bf16 bound above counts Exp's error
-// as 4ε) down to -126·ln 2, at most 2⁻¹²⁵ below it, exact zeros past n, and the returned sum theirs.
+// as 4ε) down to -126·ln 2, 0 below it and past n, and the returned sum theirs.
 // Exponents from -100 to 0.5 (the backward's can pass 0 by the roundings of lse); measured worst
 // here: 2.9ε.
 TEST_CASE("the flash row pass's exp is within 4 roundings of exp on every SIMD target", "[flash][simd]") {
@@ -454,8 +454,7 @@ TEST_CASE("the flash row pass's exp is within 4 roundings of exp on every SIMD t
                     worst = std::max(worst, std::fabs(p[j] - e) / e / kEps);
                 } else {
                     INFO(target << ": exp(" << z << ") gave " << p[j]);
-                    CHECK(p[j] >= 0.0f);
-                    CHECK(p[j] <= 0x1p-125f);
+                    CHECK(p[j] == 0.0f);
                 }
             }
             INFO(target << ": sum " << sum << " against " << want_sum);

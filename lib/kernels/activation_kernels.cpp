@@ -1,11 +1,12 @@
 // activation_kernels.cpp — Highway implementations of activation_kernels.h, compiled for every
 // target by foreach_target.h.
 //
-// σ(a) through one exponential that never overflows: with e = exp(-|a|) in (0, 1] and
+// σ(a) through one exponential that never overflows: with e = exp(-|a|) in [0, 1] and
 // r = 1/(1 + e),
 //   σ(a) = r for a >= 0, e·r for a < 0;   1 - σ(a) = σ(-a) = e·r for a >= 0, r for a < 0
 // both quotients, so neither cancels (1 - σ(a) computed as a difference would keep only
-// rounding error for a > ~17). hwy's Exp is within 1 ulp and returns 0 below -104.
+// rounding error for a > ~17). The exponential is exp-inl.h's: within a few roundings, 0 below
+// -87.3 (where e^a is under float's normal range).
 // tanh for the soft-cap is hwy's Tanh (within 4 ulp, exact ±1 past |x| = 18.7).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels/activation_kernels.cpp"
@@ -14,6 +15,7 @@
 #include <hwy/contrib/math/math-inl.h>
 
 #include "lib/kernels/activation_kernels.h"
+#include "lib/kernels/exp-inl.h"
 #include "lib/kernels/map-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -25,7 +27,7 @@ using V = hn::Vec<D>;
 // Returns σ(a) and sets one_minus = 1 - σ(a) (an out-parameter, not a struct: SVE vectors
 // cannot be struct members).
 HWY_INLINE V SigmoidOf(D d, V a, V& one_minus) {
-    const V e = hn::Exp(d, hn::Neg(hn::Abs(a)));
+    const V e = ExpFlushed(d, hn::Neg(hn::Abs(a)));
     const V r = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
     const V er = hn::Mul(e, r);
     const auto neg = hn::Lt(a, hn::Zero(d));

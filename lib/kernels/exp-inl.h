@@ -1,17 +1,19 @@
-// exp-inl.h — e^x on a vector of floats, for the kernels whose exponentials are most of their
-// work: flash attention's probabilities (flash_tile_rows-inl.h). Included inside a kernel file's
+// exp-inl.h — e^x on a vector of floats, for the kernels whose exponentials are a large part of
+// their work: flash attention's probabilities (flash_tile_rows-inl.h), GELU's erf form and tanh
+// form (gelu_kernels.cpp), SwiGLU's sigmoid (activation_kernels.cpp). Included inside a kernel file's
 // per-target code; the guard lets foreach_target.h include it once per target.
 //
 //   e^x = 2^n · e^r,   n = round(x / ln 2),   r = x - n·ln 2,   |r| ≤ ln 2 / 2
 //
 // n·ln 2 is taken off in two parts, ln 2 = hi + lo with hi of few enough bits that n·hi is exact,
 // so r is x's own remainder to within one rounding. e^r is its Taylor series to r⁷: the first term
-// left out, |r|⁸/8! ≤ 4.2·10⁻⁹, is a tenth of float's rounding, so the result is within a few
+// left out, |r|⁸/8! ≤ 4.2·10⁻⁹, is far below float's rounding (6·10⁻⁸), so the result is within a few
 // roundings of e^x (the tests compare it with std::exp). 2^n is written straight into a float's
-// exponent field. x is clamped below at -126·ln 2, where 2^n is the smallest normal float: below
-// that the result is about 2⁻¹²⁶ (1.2·10⁻³⁸) instead of a smaller number or 0. Highway's own Exp
-// does the same reduction with more steps (a rounding trick for n, a split 2^n for the full range,
-// a test for the underflow); those cases do not arise where this one is used.
+// exponent field, so n must stay at or above -126, float's smallest normal exponent: where e^x is
+// below 2⁻¹²⁶ (x < -126·ln 2 ≈ -87.3) the result is 0, as a float computation that flushes
+// numbers below the normal range would give. Highway's own Exp does the same reduction with more
+// steps (a rounding trick for n, 2^n split in two for the full range); the range here is what its
+// users need: exponents ≤ 0, a probability's or a tail's.
 #if defined(HANDGRAD_KERNELS_EXP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HANDGRAD_KERNELS_EXP_INL_H_
 #undef HANDGRAD_KERNELS_EXP_INL_H_
@@ -25,11 +27,13 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// e^x for each lane, for x ≤ 88 (above it 2^n would overflow the exponent field).
+// e^x for each lane, 0 where x < -126·ln 2, for x ≤ 88 (above it 2^n would overflow the exponent
+// field).
 template <class DF>
-HWY_INLINE hn::Vec<DF> ExpClamped(DF d, hn::Vec<DF> x) {
+HWY_INLINE hn::Vec<DF> ExpFlushed(DF d, hn::Vec<DF> x_in) {
     const hn::RebindToSigned<DF> di;
-    x = hn::Max(x, hn::Set(d, -87.33654475f));  // -126·ln 2
+    const auto lowest = hn::Set(d, -87.33654475f);  // -126·ln 2
+    const auto x = hn::Max(x_in, lowest);           // so that n ≥ -126 below
     // n: x / ln 2 added to 1.5·2²³, where a float's last place is 1, rounds it to the nearest
     // integer, which the low bits of the sum then hold (two's complement, |n| ≤ 127).
     const auto magic = hn::Set(d, 12582912.0f);
@@ -46,7 +50,7 @@ HWY_INLINE hn::Vec<DF> ExpClamped(DF d, hn::Vec<DF> x) {
     const auto p = hn::MulAdd(hn::MulAdd(p67, r2, p45), r4, hn::MulAdd(p23, r2, p01));
     // 2^n: n + 127 shifted into the exponent field (the sum's high bits shift out past bit 31)
     const auto two_n = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, sum), hn::Set(di, 127))));
-    return hn::Mul(p, two_n);
+    return hn::IfThenElseZero(hn::Ge(x_in, lowest), hn::Mul(p, two_n));
 }
 
 }  // namespace hg::HWY_NAMESPACE

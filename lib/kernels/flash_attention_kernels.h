@@ -92,8 +92,7 @@ void flash_head_forward(float* out, bf16* out16, float* lse, const FlashHead& he
 
 // The row pass's exponentials, as the kernels run them, for the tests: p_j = exp(x_j·scale - shift)
 // for j < n, 0 for n ≤ j < width (width a multiple of 16; n ≤ width); returns Σ_j p_j. Exact to a
-// few roundings where x_j·scale - shift ≥ -126·ln 2 (≈ -87.3); below it p_j ≤ 2⁻¹²⁵ instead of the
-// smaller exponential (lib/kernels/exp-inl.h).
+// few roundings where x_j·scale - shift ≥ -126·ln 2 (≈ -87.3), 0 below it (lib/kernels/exp-inl.h).
 float flash_exp_row(float* p, const float* x, int n, int width, float scale, float shift);
 
 // The gradients of one head: dq, dk, dv (T, hs) written, row stride ld; dq16, dk16, dv16 likewise

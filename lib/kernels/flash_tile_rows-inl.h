@@ -151,7 +151,7 @@ float ExpRow(float* p, const float* x, int n, int width, float scale, float shif
     V sum = hn::Zero(d);
     int j = 0;
     for (; j < n; j += L) {
-        const V e = ExpClamped(d, hn::Sub(hn::Mul(hn::LoadU(d, x + j), vs), vshift));
+        const V e = ExpFlushed(d, hn::Sub(hn::Mul(hn::LoadU(d, x + j), vs), vshift));
         const V kept = hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), e);
         sum = hn::Add(sum, kept);
         hn::StoreU(kept, d, p + j);

@@ -2,8 +2,9 @@
 //   erf  (exact; PyTorch's default, nanoGPT, the course):  x · Φ(x) = x/2 · (1 + erf(x/√2))
 //   tanh (GPT-2, llm.c):  x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))
 //
-// The SIMD kernels (lib/kernels/gelu_kernels.cpp) use Highway's Exp and Tanh, and for the erf
-// form their own erf (Highway 1.0.3 has none), accurate to about 1 float ulp; see there.
+// The SIMD kernels (lib/kernels/gelu_kernels.cpp) use an exponential of our own
+// (lib/kernels/exp-inl.h), and for the erf form their own erf (Highway 1.0.3 has none), accurate
+// to about 1 float ulp; see there.
 #pragma once
 #include <cmath>
 #include <cstddef>
