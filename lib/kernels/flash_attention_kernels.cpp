@@ -4,7 +4,6 @@
 #define HWY_TARGET_INCLUDE "lib/kernels/flash_attention_kernels.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,6 @@
 
 #include <hwy/highway.h>
 #include <hwy/cache_control.h>  // hwy::Prefetch
-#include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
 #include <cstddef>

@@ -1,7 +1,7 @@
 // gelu_kernels.cpp — Highway implementations of gelu_kernels.h, compiled for every target by
 // foreach_target.h.
 //
-// Highway 1.0.3's contrib math has Exp and Tanh but no Erf, so NormalCdf below builds
+// Highway 1.0.3's contrib math has no erf, so NormalCdf below builds
 // Φ(x) = (1 + erf(x/√2))/2 from erf(z), z = x/√2, in two pieces (t = |z|, s = z²):
 //   t <= 0.927734375:  erf(z) = z + z·P(s), P a degree-6 polynomial fitted to erf(z)/z - 1 on
 //                      [0, 0.927734375²] (Chebyshev fit with mpmath; max |error| of P 4.6e-10)
@@ -24,7 +24,6 @@
 #define HWY_TARGET_INCLUDE "lib/kernels/gelu_kernels.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
 
 #include "lib/kernels/exp-inl.h"
 #include "lib/kernels/gelu_kernels.h"
