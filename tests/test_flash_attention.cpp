@@ -11,7 +11,8 @@
 //                every preset's shapes, odd T, T = 1, with and without dropout, after rope and
 //                QK-norm; lse against log Σ exp in double; the layer's contract (out, lse, dqkv
 //                written, whatever the buffers held); bad arguments.
-//   [simd]       the Highway kernels against the scalar twin on every SIMD target, float and bf16.
+//   [simd]       the Highway kernels against the scalar twin on every SIMD target, float and bf16;
+//                the row pass's exp against exp in double.
 //   [bf16]       the bf16 layer within an entry-wise bound derived below, and the float layer far
 //                under it; the CPU's dot products and the widened ones agree.
 //   determinism  the same bits with 1, 2 and 3 threads, and with scratch for fewer threads.
@@ -428,7 +429,7 @@ TEST_CASE("flash attention rejects bad arguments with hg::Error", "[flash][layer
 // exponent, on every target: within 4ε relative (ε = 2⁻²⁴; the bf16 bound above counts Exp's error
 // as 4ε) down to -126·ln 2, 0 below it and past n, and the returned sum theirs.
 // Exponents from -100 to 0.5 (the backward's can pass 0 by the roundings of lse); measured worst
-// here: 2.9ε.
+// here: 2.4ε on every target (2.9ε over 12.8 million random ones, a scratch run).
 TEST_CASE("the flash row pass's exp is within 4 roundings of exp on every SIMD target", "[flash][simd]") {
     constexpr double kEps = 5.9604644775390625e-8;  // 2⁻²⁴
     constexpr int kWidth = 64;
