@@ -25,7 +25,7 @@ struct Dropout {
 
 // out_j = drop.apply(inp_j, i0 + j) for j < n (out may alias inp), the mask bit for bit
 // Dropout::keep's: the hash runs in 64-bit lanes, the same integer steps as mix64, and its 24
-// bits become the same float before the comparison with p.
+// bits are compared with ⌈p·2²⁴⌉, the same test as hash_uniform's ≥ p (dropout-inl.h).
 void dropout_apply_kernel(float* out, const float* inp, size_t n, const Dropout& drop, size_t i0);
 // The same mask on two arrays at once, hashed once: out = dropout(inp), out2 = dropout(inp2)
 // (attention's backward forms P from att and dA from dP, element for element).

@@ -78,15 +78,19 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
                 float* s_i = sp.s + size_t(i) * kTile;
                 const float m_new = std::max(sp.m[i], ScaledMax(s_i, n, scale));
                 const float c = std::exp(sp.m[i] - m_new);
-                sp.l[i] = c * sp.l[i] + ExpRow(s_i, s_i, n, kTile, scale, m_new);
+                // P̃ stored as the product reads it: in bf16 rounded, after ℓ summed its float values (the
+                // scores, m, ℓ and o stay float: lib/layers/flash_attention.h says why)
+                bf16* p16 = reinterpret_cast<bf16*>(sp.p16) + size_t(i) * kTile;
+                const auto put = [&](int j, V p) HWY_ATTR {
+                    if constexpr (kPairs)
+                        StoreBf16Operand(p, p16 + j);
+                    else
+                        hn::StoreU(MaybeRounded(p, kRound), D(), s_i + j);
+                };
+                sp.l[i] = c * sp.l[i] + ExpDropRow(s_i, n, kTile, scale, m_new, hd.drop,
+                                                   hd.drop_base + size_t(t) * T + s0, put);
                 sp.m[i] = m_new;
-                if (hd.drop.active())
-                    dropout_apply_kernel(s_i, s_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
                 ScaleRow(sp.o + size_t(i) * hsp, hsp, c);
-                // bf16: P̃ rounded as the product's input, after ℓ summed its float values (the scores, m,
-                // ℓ and o stay float: lib/layers/flash_attention.h says why)
-                if constexpr (kRound) RoundInPlace(s_i, kTile);
-                if constexpr (kPairs) RoundRows(sp.p16 + size_t(i) * (kTile / 2), kTile / 2, s_i, kTile, 1, kTile, 1);
             }
             // F3: o += P̃ · v[s0:s1]
             if constexpr (kPairs)
@@ -169,30 +173,40 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
             // the scores again (F1's product, the same floats), and B1's dP = dout · vᵀ
             Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt, kTile, rows, kTile, k_hs, Causal::Cols, off, false);
             Product<Step>(sp.dp, kTile, da.at(t0), da.ld, 1, vt, kTile, rows, kTile, k_hs, Causal::Cols, off, false);
-            const float* pd = hd.drop.active() ? sp.pd : sp.p;  // P̃: P itself without dropout
-            for (int i = 0; i < rows; i++) {
-                const int t = t0 + i, n = std::min(s1, t + 1) - s0;
-                float *p_i = sp.p + size_t(i) * kTile, *dp_i = sp.dp + size_t(i) * kTile;
-                ExpRow(p_i, p_i, n, kTile, scale, lse[t]);  // B3's A = exp(S/√hs - lse_t)
-                if (hd.drop.active()) {                     // B1's P̃ = A·f and B2's dA = dP·f, one hash
-                    float* pd_i = sp.pd + size_t(i) * kTile;
-                    dropout_apply2_kernel(pd_i, p_i, dp_i, dp_i, size_t(n), hd.drop, hd.drop_base + size_t(t) * T + s0);
-                    std::fill(pd_i + n, pd_i + kTile, 0.0f);
-                }
-                GradRow(dp_i, p_i, dp_i, n, kTile, sp.D[t], scale);  // B3: dS/√hs
+            // B1–B3 two rows at a time, P̃ and dS stored as the products read them: in bf16 rounded, after
+            // dS was formed from the float A, dA and D (P itself is not kept). Float: P̃ in pd, dS over dP.
+            for (int i = 0; i < rows; i += 2) {
+                const auto in = [&](int r) {
+                    const int t = t0 + r, n = std::min(s1, t + 1) - s0;
+                    return GradRowIn{sp.p + size_t(r) * kTile, sp.dp + size_t(r) * kTile, n, lse[t], sp.D[t],
+                                     KeepLanes(hd.drop, hd.drop_base + size_t(t) * T + s0)};
+                };
+                const bool has_b = i + 1 < rows;
+                const GradRowIn a = in(i), b = has_b ? in(i + 1) : GradRowIn{a.s, a.dp, 0, 0.0f, 0.0f, a.keep};
+                float *pd = sp.pd + size_t(i) * kTile, *ds = sp.dp + size_t(i) * kTile;
+                uint32_t *pd2 = sp.pd2 + size_t(i / 2) * kTile, *ds2 = sp.ds2 + size_t(i / 2) * kTile;
+                bf16* ds16 = reinterpret_cast<bf16*>(sp.ds16) + size_t(i) * kTile;
+                const auto put = [&](int j, V pa, V sa, V pb, V sb) HWY_ATTR {
+                    const D d;
+                    if constexpr (kPairs) {
+                        hn::StoreU(PairBf16Operands(pa, pb), DU(), pd2 + j);
+                        hn::StoreU(PairBf16Operands(sa, sb), DU(), ds2 + j);
+                        StoreBf16Operand(sa, ds16 + j);
+                        if (has_b) StoreBf16Operand(sb, ds16 + kTile + j);
+                    } else {
+                        hn::StoreU(MaybeRounded(pa, kRound), d, pd + j);
+                        hn::StoreU(MaybeRounded(sa, kRound), d, ds + j);
+                        if (has_b) {
+                            hn::StoreU(MaybeRounded(pb, kRound), d, pd + kTile + j);
+                            hn::StoreU(MaybeRounded(sb, kRound), d, ds + kTile + j);
+                        }
+                    }
+                };
+                GradRowPair(a, b, kTile, scale, hd.drop, put);
             }
             // B1: dv[s0:s1] += P̃ᵀ · dout[t0:t1];  B4: dk[s0:s1] += dSᵀ · q[t0:t1],  dq[t0:t1] += dS · k[s0:s1]
             const int k_rows = (rows + kPer - 1) / kPer;
-            // bf16: P̃ and dS rounded as the products read them, after dS was formed from the float A, dA
-            // and D (P itself is not read again)
-            if constexpr (kRound) {
-                RoundInPlace(sp.dp, size_t(rows) * kTile);
-                RoundInPlace(const_cast<float*>(pd), size_t(rows) * kTile);
-            }
             if constexpr (kPairs) {
-                RoundPairsOfRows(sp.pd2, kTile, pd, kTile, rows, kTile, kTile);
-                RoundPairsOfRows(sp.ds2, kTile, sp.dp, kTile, rows, kTile, kTile);
-                RoundRows(sp.ds16, kTile / 2, sp.dp, kTile, rows, kTile, rows);
                 Product<Step>(sp.dv, size_t(hsp), sp.pd2, 1, kTile, dob.at(t0 / 2), dob.ld, keys, hsp, k_rows,
                               Causal::KBegin, off, true);
                 Product<Step>(sp.dk, size_t(hsp), sp.ds2, 1, kTile, qb.at(t0 / 2), qb.ld, keys, hsp, k_rows,
@@ -200,7 +214,7 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
                 Product<Step>(sp.dq + size_t(t0) * hsp, size_t(hsp), sp.ds16, kTile / 2, 1, kb.at(s0 / 2), kb.ld, rows,
                               hsp, (keys + 1) / 2, Causal::KEnd, off, true);
             } else {
-                Product<Step>(sp.dv, size_t(hsp), pd, 1, kTile, dob.at(t0), dob.ld, keys, hsp, k_rows, Causal::KBegin,
+                Product<Step>(sp.dv, size_t(hsp), sp.pd, 1, kTile, dob.at(t0), dob.ld, keys, hsp, k_rows, Causal::KBegin,
                               off, true);
                 Product<Step>(sp.dk, size_t(hsp), sp.dp, 1, kTile, qb.at(t0), qb.ld, keys, hsp, k_rows,
                               Causal::KBegin, off, true);
@@ -236,7 +250,8 @@ void FlashForward(float* out, bf16* out16, float* lse, const FlashHead& head, co
 }
 
 float FlashExpRow(float* p, const float* x, int n, int width, float scale, float shift) {
-    return ExpRow(p, x, n, width, scale, shift);
+    const auto put = [&](int j, V e) HWY_ATTR { hn::StoreU(e, D(), p + j); };
+    return ExpDropRow(x, n, width, scale, shift, Dropout{}, 0, put);
 }
 
 void FlashBackward(const FlashGrads& grads, const FlashHead& head, const FlashHead* next, FlashProducts products,

@@ -75,8 +75,30 @@ struct DotStep {  // bf16 pairs: c += a_odd·b_odd, then c += a_even·b_even, in
         return c;
     }
 };
+// The dot products' operands in bf16, rounded by AVX512_BF16's own conversions: vcvtneps2bf16 (a
+// vector of floats to bf16) and vcvtne2ps2bf16 (two vectors, one in each half, which vpermw then
+// interleaves into pairs). They round to nearest even as bf16_from_float does, but read a subnormal
+// input as 0 and write 0 for a subnormal result, as vdpbf16ps reads its operands: the products are
+// the same. They run only where DotStep does.
+HWY_INLINE void StoreBf16Operand(V x, bf16* out) {
+    __m256i r;
+    __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(x.raw));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), r);
+}
+// Pair j: even's lane j in the low half, odd's in the high half.
+HWY_INLINE VU PairBf16Operands(V even, V odd) {
+    __m512i halves;  // even's 16 bf16, then odd's
+    __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(odd.raw), "v"(even.raw));
+    const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                                22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return VU{_mm512_permutexvar_epi16(interleave, halves)};
+}
 #else
 #define HG_FLASH_BF16_DOT 0
+HWY_INLINE void StoreBf16Operand(V x, bf16* out) { StoreBf16(D(), x, out); }
+HWY_INLINE VU PairBf16Operands(V even, V odd) {
+    return hn::Or(Bf16Bits(D(), even), hn::ShiftLeft<16>(Bf16Bits(D(), odd)));
+}
 #endif
 
 // kMR rows of c from rows a, a + ars, ... (row r's number k at a + r·ars + k·aks; rows past mr

@@ -1,8 +1,8 @@
 // flash_tile_rows-inl.h — the flash layer's passes over rows (flash_attention_kernels.cpp): laying
-// the operands out (transposed tile by tile, padded, rounded to bf16, in pairs), one row of a tile
-// (its max, exp, the softmax's gradient), prefetching a head's rows and writing the results.
-// Included inside a kernel file's per-target code; the guard lets foreach_target.h include it once
-// per target.
+// the operands out (transposed tile by tile, padded, rounded to bf16, in pairs), the rows of a tile
+// (a row's max; then its exp and dropout, and in the backward the softmax's gradient, in one pass),
+// prefetching a head's rows and writing the results. Included inside a kernel file's per-target
+// code; the guard lets foreach_target.h include it once per target.
 #if defined(HANDGRAD_KERNELS_FLASH_TILE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HANDGRAD_KERNELS_FLASH_TILE_ROWS_INL_H_
 #undef HANDGRAD_KERNELS_FLASH_TILE_ROWS_INL_H_
@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "lib/kernels/bf16-inl.h"
+#include "lib/kernels/dropout-inl.h"
 #include "lib/kernels/exp-inl.h"
 #include "lib/kernels/flash_attention_kernels.h"
 #include "lib/kernels/flash_space.h"
@@ -102,7 +103,7 @@ void RoundRows(uint32_t* dst, size_t ldd, const float* src, size_t lds, int rows
         const int n = r < rows ? cols : 0;
         int j = 0;
         if (n)
-            for (; j < vec; j += L) StoreBf16(d, hn::LoadU(d, in + j), reinterpret_cast<bf16*>(out) + j);
+            for (; j < vec; j += L) StoreBf16Operand(hn::LoadU(d, in + j), reinterpret_cast<bf16*>(out) + j);
         for (; j < 2 * int(ldd); j += 2) out[j / 2] = Pair(j < n ? in[j] : 0.0f, j + 1 < n ? in[j + 1] : 0.0f);
     }
 }
@@ -120,11 +121,8 @@ void RoundPairsOfRows(uint32_t* dst, size_t ldd, const float* src, size_t lds, i
         const float* odd = r + 1 < rows ? even + lds : nullptr;
         const int n = r < rows ? cols : 0;
         int j = 0;
-        for (; j + L <= n; j += L) {
-            const VU lo = Bf16Bits(d, hn::LoadU(d, even + j));
-            const VU hi = odd ? Bf16Bits(d, hn::LoadU(d, odd + j)) : hn::Zero(du);
-            hn::StoreU(hn::Or(lo, hn::ShiftLeft<16>(hi)), du, out + j);
-        }
+        for (; j + L <= n; j += L)
+            hn::StoreU(PairBf16Operands(hn::LoadU(d, even + j), odd ? hn::LoadU(d, odd + j) : hn::Zero(d)), du, out + j);
         for (; j < int(ldd); j++) out[j] = j < n ? Pair(even[j], odd ? odd[j] : 0.0f) : 0u;
     }
 }
@@ -141,35 +139,70 @@ float ScaledMax(const float* x, int n, float scale) {
     return hn::GetLane(hn::MaxOfLanes(d, mx));
 }
 
-// p_j = exp(x_j·scale - shift) for j < n, 0 for n ≤ j < width (width a whole number of vectors);
-// returns Σ_j p_j. p may alias x.
-float ExpRow(float* p, const float* x, int n, int width, float scale, float shift) {
+// F2, F3 on one row of a tile, in one pass, once its max is known: P_j = exp(x_j·scale - shift) for
+// the visible keys j < n, P̃_j = P_j·f_j (f_j = 1/(1 - p) where the dropout keeps the row's element j,
+// counted from i0 in its mask, else 0; 1 without dropout), 0 from n to width (a whole number of
+// vectors); put(j, P̃_j .. P̃_{j+L-1}) for each vector, which stores it as the product will read it.
+// Returns Σ_j P_j (ℓ sums the probabilities before dropout).
+template <class Put>
+HWY_INLINE float ExpDropRow(const float* x, int n, int width, float scale, float shift, const Dropout& drop,
+                            size_t i0, Put put) {
     const D d;
     const int L = int(hn::Lanes(d));
-    const V vs = hn::Set(d, scale), vshift = hn::Set(d, shift);
+    const V vs = hn::Set(d, scale), vshift = hn::Set(d, shift), vf = hn::Set(d, drop.scale());
+    const KeepLanes keep(drop, i0);
     V sum = hn::Zero(d);
     int j = 0;
     for (; j < n; j += L) {
         const V e = ExpFlushed(d, hn::Sub(hn::Mul(hn::LoadU(d, x + j), vs), vshift));
-        const V kept = hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), e);
-        sum = hn::Add(sum, kept);
-        hn::StoreU(kept, d, p + j);
+        const V p = hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), e);
+        sum = hn::Add(sum, p);
+        put(j, drop.active() ? hn::IfThenElseZero(keep.at(d, size_t(j)), hn::Mul(p, vf)) : p);
     }
-    for (; j < width; j += L) hn::StoreU(hn::Zero(d), d, p + j);
+    for (; j < width; j += L) put(j, hn::Zero(d));
     return hn::GetLane(hn::SumOfLanes(d, sum));
 }
 
-// ds_j = scale·p_j·(da_j - Dt) for j < n, 0 for n ≤ j < width. ds may alias da.
-void GradRow(float* ds, const float* p, const float* da, int n, int width, float Dt, float scale) {
+// One row of a tile in the backward: its scores S (raw dot products) and dP, its visible keys n, its
+// lse_t and D_t, and where its run of the dropout's mask starts.
+struct GradRowIn {
+    const float *s, *dp;
+    int n;
+    float lse, D;
+    KeepLanes keep;
+};
+
+// B1–B3 on two rows of a tile, a and b (the rows a bf16 pair of rows holds together; b.n = 0 where
+// there is none), in one pass: A = exp(S·scale - lse_t), P̃ = A·f and dA = dP·f (f as in ExpDropRow, one
+// hash for both), dS = scale·A·(dA - D_t) on the visible keys, 0 from n to width; put(j, P̃_a, dS_a,
+// P̃_b, dS_b) for each vector of columns [j, j + L).
+template <class Put>
+HWY_INLINE void GradRowPair(const GradRowIn& a, const GradRowIn& b, int width, float scale, const Dropout& drop,
+                            Put put) {
     const D d;
-    const int L = int(hn::Lanes(d));
-    const V vD = hn::Set(d, Dt), vs = hn::Set(d, scale);
+    const int L = int(hn::Lanes(d)), n = std::max(a.n, b.n);
+    const V vs = hn::Set(d, scale), vf = hn::Set(d, drop.scale());
+    const auto row = [&](const GradRowIn& r, int j, V& pd, V& ds) HWY_ATTR {
+        const auto visible = hn::FirstN(d, size_t(std::max(0, r.n - j)));
+        const V A = hn::IfThenElseZero(visible, ExpFlushed(d, hn::Sub(hn::Mul(hn::LoadU(d, r.s + j), vs),
+                                                                        hn::Set(d, r.lse))));
+        V dA = hn::LoadU(d, r.dp + j);
+        pd = A;
+        if (drop.active()) {
+            const auto kept = r.keep.at(d, size_t(j));
+            pd = hn::IfThenElseZero(kept, hn::Mul(A, vf));
+            dA = hn::IfThenElseZero(kept, hn::Mul(dA, vf));
+        }
+        ds = hn::IfThenElseZero(visible, hn::Mul(hn::Mul(A, vs), hn::Sub(dA, hn::Set(d, r.D))));
+    };
     int j = 0;
     for (; j < n; j += L) {
-        const V g = hn::Mul(hn::Mul(hn::LoadU(d, p + j), vs), hn::Sub(hn::LoadU(d, da + j), vD));
-        hn::StoreU(hn::IfThenElseZero(hn::FirstN(d, size_t(n - j)), g), d, ds + j);
+        V pa, sa, pb, sb;
+        row(a, j, pa, sa);
+        row(b, j, pb, sb);
+        put(j, pa, sa, pb, sb);
     }
-    for (; j < width; j += L) hn::StoreU(hn::Zero(d), d, ds + j);
+    for (; j < width; j += L) put(j, hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d));
 }
 
 // x_j *= s for j < n (n a whole number of vectors).
@@ -234,15 +267,6 @@ struct Rows {
     size_t ld;
     const E* at(int r) const { return p + size_t(r) * ld; }
 };
-
-// x_j = x_j rounded to bf16 and widened back (exact) for j < n.
-void RoundInPlace(float* x, size_t n) {
-    const D d;
-    const size_t L = hn::Lanes(d);
-    size_t j = 0;
-    for (; j + L <= n; j += L) hn::StoreU(MaybeRounded(hn::LoadU(d, x + j), true), d, x + j);
-    for (; j < n; j++) x[j] = MaybeRounded(x[j], true);
-}
 
 // Rows [r0, r1) of a float operand whose rows run along hs into `pad` (Tp, hsp): copied, zero past
 // hs (and, when r1 = T, past T up to Tp), and rounded to bf16 when `round`.
