@@ -110,7 +110,8 @@ struct Flash {
 };
 
 // Forward then backward of the flash layer (float, or bf16 products) on buffers filled with `fill`,
-// scratch too (so a result that read them shows); the bf16 copies checked to be out and dqkv rounded.
+// scratch too (so a result that read them shows); the bf16 copies checked to be out and dqkv rounded,
+// and the backward run again with the rounded dqkv alone.
 Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout fwd, Dropout bwd, bool in_bf16,
                 float fill = kNaN, FlashProducts products = FlashProducts::Bf16Widened) {
     Flash r{Floats(sh.out(), fill), Floats(sh.lse(), fill), Floats(sh.qkv(), fill)};
@@ -132,6 +133,11 @@ Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout 
         for (size_t i = 0; i < out16.size(); i++) wrong += out16[i] != bf16_from_float(r.out[i]);
         for (size_t i = 0; i < dqkv16.size(); i++) wrong += dqkv16[i] != bf16_from_float(r.dqkv[i]);
         CHECK(wrong == 0);
+        // without the float dqkv, the rounded one alone, the same bits
+        std::vector<bf16> alone(dqkv16.size(), 0x7FC0);
+        flash_attention_backward_bf16(nullptr, alone.data(), scratch.data(), scratch.size(), dout.data(), qkv.data(),
+                                      r.out.data(), r.lse.data(), sh.B, sh.T, sh.C, sh.NH, bwd, products);
+        CHECK(alone == dqkv16);
     } else {
         flash_attention_forward(r.out.data(), r.lse.data(), scratch.data(), scratch.size(), qkv.data(), sh.B, sh.T,
                                 sh.C, sh.NH, fwd);
@@ -413,6 +419,10 @@ TEST_CASE("flash attention rejects bad arguments with hg::Error", "[flash][layer
     CHECK_THROWS_AS(flash_attention_forward(x, x, x, flash_attention_scratch(3, 6, 2) - 1, x, 2, 3, 6, 2, Dropout{}),
                     Error);
     CHECK_THROWS_AS(flash_attention_backward_bf16(x, nullptr, x, 16, x, x, x, x, 2, 3, 6, 2, Dropout{}), Error);
+    CHECK_THROWS_AS(flash_attention_backward(nullptr, x, n, x, x, x, x, 2, 3, 6, 2, Dropout{}), Error);  // no dqkv
+    CHECK_THROWS_AS(flash_attention_backward_bf16(nullptr, nullptr, x, n, x, x, x, x, 2, 3, 6, 2, Dropout{},
+                                                  FlashProducts::Bf16Widened),
+                    Error);  // neither gradient
     CHECK_THROWS_AS(flash_attention_forward_bf16(x, nullptr, x, x, n, x, 2, 3, 6, 2, Dropout{}, FlashProducts::Float),
                     Error);
     CHECK_THROWS_AS(flash_attention_scratch(3, 6, 4), Error);

@@ -148,7 +148,8 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
         if (s1 < T) PrefetchInputs(hd, false, s1, s1 + kTile);  // the next tile's k, v (q's rows: in cache by now)
         if (s1 == T && next) PrefetchInputs(*next, true, 0, kTile);
         // written at this tile's end: dk, dv, and dq of the block at the tile (final then)
-        for (float* d : {g.dk, g.dv, g.dq}) PrefetchRows(d + size_t(s0) * g.ld, g.ld, keys, hs);
+        for (float* d : {g.dk, g.dv, g.dq})
+            if (d) PrefetchRows(d + size_t(s0) * g.ld, g.ld, keys, hs);
         LayTile(kt, sp.k16, hd.k, hd.ld, s0, s1, hs, kRound);
         LayTile(vt, sp.k16, hd.v, hd.ld, s0, s1, hs, kRound);
         if constexpr (kPairs)
@@ -222,10 +223,10 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
                               Causal::KEnd, off, true);
             }
         }
-        const auto at = [&](bf16* p) { return p ? p + size_t(s0) * g.ld : nullptr; };
-        WriteRows(g.dk + size_t(s0) * g.ld, at(g.dk16), g.ld, sp.dk, size_t(hsp), keys, hs);
-        WriteRows(g.dv + size_t(s0) * g.ld, at(g.dv16), g.ld, sp.dv, size_t(hsp), keys, hs);
-        WriteRows(g.dq + size_t(s0) * g.ld, at(g.dq16), g.ld, sp.dq + size_t(s0) * hsp, size_t(hsp), keys, hs);
+        const auto at = [&](auto* p) { return p ? p + size_t(s0) * g.ld : nullptr; };
+        WriteRows(at(g.dk), at(g.dk16), g.ld, sp.dk, size_t(hsp), keys, hs);
+        WriteRows(at(g.dv), at(g.dv16), g.ld, sp.dv, size_t(hsp), keys, hs);
+        WriteRows(at(g.dq), at(g.dq16), g.ld, sp.dq + size_t(s0) * hsp, size_t(hsp), keys, hs);
     }
 }
 

@@ -95,8 +95,8 @@ void flash_head_forward(float* out, bf16* out16, float* lse, const FlashHead& he
 // few roundings where x_j·scale - shift ≥ -126·ln 2 (≈ -87.3), 0 below it (lib/kernels/exp-inl.h).
 float flash_exp_row(float* p, const float* x, int n, int width, float scale, float shift);
 
-// The gradients of one head: dq, dk, dv (T, hs) written, row stride ld; dq16, dk16, dv16 likewise
-// rounded when not null.
+// The gradients of one head: dq, dk, dv (T, hs) written, row stride ld, and dq16, dk16, dv16 likewise
+// rounded, each where not null.
 struct FlashGrads {
     float *dq = nullptr, *dk = nullptr, *dv = nullptr;
     bf16 *dq16 = nullptr, *dk16 = nullptr, *dv16 = nullptr;

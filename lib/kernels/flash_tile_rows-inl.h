@@ -251,11 +251,11 @@ void PrefetchInputs(const FlashHead& hd, bool backward, int r0, int r1) {
         for (const float* m : {hd.out, hd.dout}) PrefetchRows(m + size_t(r0) * hd.ldo, hd.ldo, r1 - r0, hd.hs);
 }
 
-// Rows of a sum in working space (row stride lds) into the layer's tensor (row stride ldd), and its
-// bf16 copy when there is one.
+// Rows of a sum in working space (row stride lds) into the layer's tensor (row stride ldd) and its
+// bf16 copy, each where not null.
 void WriteRows(float* dst, bf16* dst16, size_t ldd, const float* src, size_t lds, int rows, int cols) {
     for (int r = 0; r < rows; r++) {
-        std::memcpy(dst + size_t(r) * ldd, src + size_t(r) * lds, sizeof(float) * size_t(cols));
+        if (dst) std::memcpy(dst + size_t(r) * ldd, src + size_t(r) * lds, sizeof(float) * size_t(cols));
         if (dst16) bf16_round(dst16 + size_t(r) * ldd, src + size_t(r) * lds, size_t(cols));
     }
 }

@@ -95,7 +95,8 @@ static void backward(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_s
                      const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH, Dropout drop,
                      FlashProducts products) {
     const int hs = flash_attention_check(B, T, C, NH, drop);
-    check(dqkv && dout && qkv && out && lse, "flash attention: the backward needs dqkv, dout, qkv, out and lse");
+    check((dqkv || dqkv16) && dout && qkv && out && lse,
+          "flash attention: the backward needs dqkv (or its bf16 copy), dout, qkv, out and lse");
     const size_t per = flash_head_scratch(T, hs, products);
     const int threads = flash_threads(scratch, scratch_size, per);
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -104,7 +105,9 @@ static void backward(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_s
         FlashHead after;
         const FlashHead* next = next_of(bh, B, NH, after, qkv, out, dout, lse, T, C, drop);
         const size_t at = size_t(head.q - qkv), C3 = 3 * size_t(C);  // head h's q in qkv, and dq in dqkv
-        FlashGrads grads{dqkv + at, dqkv + at + C, dqkv + at + 2 * size_t(C), nullptr, nullptr, nullptr, C3};
+        FlashGrads grads;
+        grads.ld = C3;
+        if (dqkv) grads.dq = dqkv + at, grads.dk = dqkv + at + C, grads.dv = dqkv + at + 2 * size_t(C);
         if (dqkv16) grads.dq16 = dqkv16 + at, grads.dk16 = dqkv16 + at + C, grads.dv16 = dqkv16 + at + 2 * size_t(C);
         flash_head_backward(grads, head, next, products, scratch + size_t(thread_slot()) * per);
     }

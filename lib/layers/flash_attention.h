@@ -139,7 +139,8 @@ void flash_attention_backward(float* dqkv, float* scratch, size_t scratch_size, 
                               const float* out, const float* lse, int B, int T, int C, int NH, Dropout drop);
 
 // The same with bf16 tile products (above). out16 (B·T, C) and dqkv16 (B·T, 3C), when not null, also
-// get out and dqkv rounded to bf16, for the next product (lib/layers/linear.h).
+// get out and dqkv rounded to bf16, for the next product (lib/layers/linear.h). dqkv may be null when
+// dqkv16 is not: then only the rounded gradient is written, for a caller that reads nothing else.
 void flash_attention_forward_bf16(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size,
                                   const float* qkv, int B, int T, int C, int NH, Dropout drop,
                                   FlashProducts products = FlashProducts::Bf16Widened);

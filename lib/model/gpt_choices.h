@@ -336,9 +336,12 @@ struct Layers {
                 const bool turned = m.config.qk_norm || m.config.pos == PosEncoding::Rope;
                 if (!turned) m.mixed.dout_of = dqkv;
                 bf16* dqkv16 = turned ? nullptr : m.mixed.dout;
+                // c_attn's backward reads the float dqkv only for its bias: without one, flash writes the
+                // rounded copy alone
+                float* dqkv_float = turned || m.config.qkv_bias() ? dqkv : nullptr;
                 if (flash)
-                    return flash_attention_backward_bf16(dqkv, dqkv16, scratch, n, dout, qkv, out, lse, B, T, C, NH,
-                                                         drop, flash_products());
+                    return flash_attention_backward_bf16(dqkv_float, dqkv16, scratch, n, dout, qkv, out, lse, B, T, C,
+                                                         NH, drop, flash_products());
                 return attention_backward_bf16(dqkv, dqkv16, scratch, m.mixed.attention, dout, qkv, att, B, T, C, NH,
                                                drop);
             }
