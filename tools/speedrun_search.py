@@ -99,6 +99,9 @@ CANDIDATES = [
     # Muon's lr below the preset's 1e-2 (over --preset=speedrun: 2e-2 lost to 1e-2 there).
     ("muon7e-3", "Muon's lr 7e-3", {"muon_lr": 7e-3}),
     ("muon5e-3", "Muon's lr 5e-3", {"muon_lr": 5e-3}),
+    # The MLP and the projections' init over --preset=speedrun (both won alone in the AdamW-only search).
+    ("speedrun_relu2", "ReLU² MLP instead of SwiGLU (a faster step)", {"mlp": "relu2"}),
+    ("speedrun_zero_proj", "the blocks' two output projections start at zero", {"init_zero_proj": "true"}),
 ]
 
 # Training flags that change the step's time: the batch, the optimizer (Muon's Newton–Schulz), the dtype.

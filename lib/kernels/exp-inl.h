@@ -1,7 +1,8 @@
 // exp-inl.h — e^x on a vector of floats, for the kernels whose exponentials are a large part of
 // their work: flash attention's probabilities (flash_tile_rows-inl.h), GELU's erf form and tanh
-// form (gelu_kernels.cpp), SwiGLU's sigmoid (activation_kernels.cpp). Included inside a kernel file's
-// per-target code; the guard lets foreach_target.h include it once per target.
+// form (gelu_kernels.cpp), SwiGLU's sigmoid (activation_kernels.cpp), and the softmax and
+// cross-entropy rows (softmax_kernels.cpp). Included inside a kernel file's per-target code; the
+// guard lets foreach_target.h include it once per target.
 //
 //   e^x = 2^n · e^r,   n = round(x / ln 2),   r = x - n·ln 2,   |r| ≤ ln 2 / 2
 //

@@ -4,11 +4,11 @@
 #define HWY_TARGET_INCLUDE "lib/kernels/softmax_kernels.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "lib/kernels/exp-inl.h"
 #include "lib/kernels/softmax_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -30,7 +30,8 @@ float RowMax(const float* x, size_t n) {
     return maxval;
 }
 
-// out_i = exp(x_i - maxval); returns Σ_i out_i. out may alias x.
+// out_i = exp(x_i - maxval); returns Σ_i out_i. out may alias x. Every exponent is ≤ 0 (exp-inl.h: 0
+// below -126·ln 2, where the scalar tail's std::exp gives a subnormal instead).
 float ExpMinusMax(float* out, const float* x, size_t n, float maxval) {
     const hn::ScalableTag<float> d;
     const size_t L = hn::Lanes(d);
@@ -38,7 +39,7 @@ float ExpMinusMax(float* out, const float* x, size_t n, float maxval) {
     auto vsum = hn::Zero(d);
     size_t i = 0;
     for (; i + L <= n; i += L) {
-        const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vmax));
+        const auto e = ExpFlushed(d, hn::Sub(hn::LoadU(d, x + i), vmax));
         hn::StoreU(e, d, out + i);
         vsum = hn::Add(vsum, e);
     }
