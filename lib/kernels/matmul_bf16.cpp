@@ -79,16 +79,18 @@ static Mat<const float> widened(Mat<const bf16> x) {
     return {wide, x.rows, x.cols, x.ld};
 }
 
+#ifdef HANDGRAD_ONEDNN
 // oneDNN runs a product with at least one term (K > 0); an empty one (c = beta·c, or the bias)
 // takes the widening path, whose float products know it.
 static bool on_onednn(int K) { return matmul_bf16_backend() == Bf16Backend::OneDNN && K > 0; }
+#endif
 
 // The product the way in use, not recorded. With `bias` (the nt form, alpha 1, beta 0) the
 // bias is added to every row of c as well.
 static void compute(MatmulForm kind, Mat<float> c, Mat<const bf16> a, Mat<const bf16> b, float alpha, float beta,
                     const float* bias) {
-    const int K = kind == MatmulForm::TN ? a.rows : a.cols;
 #ifdef HANDGRAD_ONEDNN
+    const int K = kind == MatmulForm::TN ? a.rows : a.cols;
     if (on_onednn(K))
         return onednn_matmul_bf16(kind == MatmulForm::TN, kind == MatmulForm::NT, c.data, a.data, b.data, bias, c.rows,
                                   c.cols, K, a.ld, b.ld, c.ld, alpha, beta);
