@@ -50,8 +50,9 @@ inline ForwardSpace forward_space(Carve& c, int T, int hs, bool pairs) {
 // q16, do16 (Tp, hsp/2) q's and dout's rows in pairs along hs; q2, k2, do2 (Tp/2, hsp) in pairs along
 // rows; of a tile, pd2, ds2 (tile/2, tile) P̃ and dS in pairs along rows and ds16 (tile, tile/2) dS in
 // pairs along keys; k16 (tile, hsp/2) a tile of k's or v's rows on their way to kt2, vt2. Both: D (Tp);
-// of a tile, p (tile, tile) the probabilities, pd (tile, tile) P̃ (with dropout), dp (tile, tile) dP,
-// then dA, then dS; dq (Tp, hsp), dk, dv (tile, hsp) the gradients' sums.
+// of a tile, p (tile, tile) the scores, pd (tile, tile) P̃ where the products read floats (the pairs
+// read pd2 instead), dp (tile, tile) dP, then dS where the products read floats; dq (Tp, hsp), dk, dv
+// (tile, hsp) the gradients' sums.
 struct BackwardSpace {
     float *kt, *vt, *qp, *kp, *dop, *D, *p, *pd, *dp, *dq, *dk, *dv;
     uint32_t *q16, *do16, *kt2, *vt2, *q2, *k2, *do2, *pd2, *ds2, *ds16, *k16;
