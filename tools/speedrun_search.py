@@ -102,6 +102,11 @@ CANDIDATES = [
     # The MLP and the projections' init over --preset=speedrun (both won alone in the AdamW-only search).
     ("speedrun_relu2", "ReLU² MLP instead of SwiGLU (a faster step)", {"mlp": "relu2"}),
     ("speedrun_zero_proj", "the blocks' two output projections start at zero", {"init_zero_proj": "true"}),
+    # Muon's momentum ramp, the soft cap and AdamW's beta2 over --preset=speedrun.
+    ("momwarm300", "Muon's momentum ramped from 0.85 over 300 steps", {"muon_momentum_warmup": 300}),
+    ("softcap15", "logit soft cap 15 (30)", {"logit_softcap": 15}),
+    ("softcap50", "logit soft cap 50 (30)", {"logit_softcap": 50}),
+    ("speedrun_beta2_0.95", "AdamW's beta2 0.95 (0.99)", {"beta2": 0.95}),
 ]
 
 # Training flags that change the step's time: the batch, the optimizer (Muon's Newton–Schulz), the dtype.

@@ -184,17 +184,17 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
                 };
                 const bool has_b = i + 1 < rows;
                 const GradRowIn a = in(i), b = has_b ? in(i + 1) : GradRowIn{a.s, a.dp, 0, 0.0f, 0.0f, a.keep};
-                float *pd = sp.pd + size_t(i) * kTile, *ds = sp.dp + size_t(i) * kTile;
-                uint32_t *pd2 = sp.pd2 + size_t(i / 2) * kTile, *ds2 = sp.ds2 + size_t(i / 2) * kTile;
-                bf16* ds16 = reinterpret_cast<bf16*>(sp.ds16) + size_t(i) * kTile;
                 const auto put = [&](int j, V pa, V sa, V pb, V sb) HWY_ATTR {
                     const D d;
                     if constexpr (kPairs) {
+                        uint32_t *pd2 = sp.pd2 + size_t(i / 2) * kTile, *ds2 = sp.ds2 + size_t(i / 2) * kTile;
+                        bf16* ds16 = reinterpret_cast<bf16*>(sp.ds16) + size_t(i) * kTile;
                         hn::StoreU(PairBf16Operands(pa, pb), DU(), pd2 + j);
                         hn::StoreU(PairBf16Operands(sa, sb), DU(), ds2 + j);
                         StoreBf16Operand(sa, ds16 + j);
                         if (has_b) StoreBf16Operand(sb, ds16 + kTile + j);
                     } else {
+                        float *pd = sp.pd + size_t(i) * kTile, *ds = sp.dp + size_t(i) * kTile;
                         hn::StoreU(MaybeRounded(pa, kRound), d, pd + j);
                         hn::StoreU(MaybeRounded(sa, kRound), d, ds + j);
                         if (has_b) {

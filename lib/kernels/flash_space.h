@@ -49,10 +49,9 @@ inline ForwardSpace forward_space(Carve& c, int T, int hs, bool pairs) {
 // hsp) = q, k, dout where they are copied. Pairs: kt2, vt2 (hsp/2, tile) the same in pairs along hs;
 // q16, do16 (Tp, hsp/2) q's and dout's rows in pairs along hs; q2, k2, do2 (Tp/2, hsp) in pairs along
 // rows; of a tile, pd2, ds2 (tile/2, tile) P̃ and dS in pairs along rows and ds16 (tile, tile/2) dS in
-// pairs along keys; k16 (tile, hsp/2) a tile of k's or v's rows on their way to kt2, vt2. Both: D (Tp);
-// of a tile, p (tile, tile) the scores, pd (tile, tile) P̃ where the products read floats (the pairs
-// read pd2 instead), dp (tile, tile) dP, then dS where the products read floats; dq (Tp, hsp), dk, dv
-// (tile, hsp) the gradients' sums.
+// pairs along keys; k16 (tile, hsp/2) a tile of k's or v's rows on their way to kt2, vt2; float only: pd
+// (tile, tile) a tile's P̃. Both: D (Tp); of a tile, p (tile, tile) the scores, dp (tile, tile) dP, then
+// dS where the products read floats; dq (Tp, hsp), dk, dv (tile, hsp) the gradients' sums.
 struct BackwardSpace {
     float *kt, *vt, *qp, *kp, *dop, *D, *p, *pd, *dp, *dq, *dk, *dv;
     uint32_t *q16, *do16, *kt2, *vt2, *q2, *k2, *do2, *pd2, *ds2, *ds16, *k16;
@@ -68,9 +67,9 @@ inline BackwardSpace backward_space(Carve& c, int T, int hs, bool pairs) {
         g.k16 = c.pairs(tile * hsp / 2);
     } else {
         g.kt = c.take(size_t(hs) * tile), g.vt = c.take(size_t(hs) * tile);
-        g.qp = c.take(Tp * hsp), g.kp = c.take(Tp * hsp), g.dop = c.take(Tp * hsp);
+        g.qp = c.take(Tp * hsp), g.kp = c.take(Tp * hsp), g.dop = c.take(Tp * hsp), g.pd = c.take(tile * tile);
     }
-    g.D = c.take(Tp), g.p = c.take(tile * tile), g.pd = c.take(tile * tile), g.dp = c.take(tile * tile);
+    g.D = c.take(Tp), g.p = c.take(tile * tile), g.dp = c.take(tile * tile);
     g.dq = c.take(Tp * hsp), g.dk = c.take(tile * hsp), g.dv = c.take(tile * hsp);
     return g;
 }
