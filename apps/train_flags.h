@@ -45,7 +45,10 @@ struct TrainFlags {
         app.add_option("--learning_rate", tc.schedule.learning_rate)->capture_default_str();
         o_warmup = app.add_option("--warmup_iters", tc.schedule.warmup_iters)->capture_default_str();
         app.add_option("--decay_lr", tc.schedule.decay_lr)->capture_default_str();
-        app.add_option("--lr_decay", lr_decay, "the decay's shape: cosine (nanoGPT's) | linear")->capture_default_str();
+        app.add_option("--lr_decay", lr_decay, "the decay's shape: cosine (nanoGPT's) | linear | wsd (stable, then "
+                       "a 1 - sqrt cooldown over the last cooldown_frac of it)")->capture_default_str();
+        app.add_option("--cooldown_frac", tc.schedule.cooldown_frac, "wsd: the fraction of the decay spent cooling "
+                       "down, in (0, 1]")->capture_default_str();
         app.add_option("--lr_replans", lr_replans, "ITER:END,...: from ITER on the decay ends at END (a time-budgeted "
                        "run prints these to replay it without the clock)");
         app.add_option("--beta1", tc.adamw.beta1)->capture_default_str();

@@ -67,6 +67,52 @@ TEST_CASE("lr_at: linear decay", "[schedule]") {
     REQUIRE_THROWS_WITH(parse_lr_decay("step"), Contains("unknown lr_decay 'step'"));
 }
 
+TEST_CASE("lr_at: wsd holds the peak, then cools down along 1 - sqrt", "[schedule]") {
+    // warmup 100, decay over 3000 iterations to 3100, the last 0.2 of them (600) cooling down.
+    LrSchedule s{1e-3, 1e-4, 100, 3100};
+    s.decay = LrDecay::Wsd;
+    REQUIRE_NOTHROW(validate(s));
+    CHECK(lr_at(s, 99) == 1e-3 * 100 / 101);  // the warmup is the others'
+    for (int it : {100, 1000, 2000, 2499}) CHECK(lr_at(s, it) == 1e-3);  // stable
+    CHECK(lr_at(s, 2500) == Approx(1e-3).epsilon(1e-15));       // the cooldown's start: sqrt(0)
+    CHECK(lr_at(s, 2650) == Approx(1e-4 + 0.5 * 9e-4).epsilon(1e-13));  // a quarter in: 1 - sqrt(1/4)
+    CHECK(lr_at(s, 3034) == Approx(1e-4 + (1 - std::sqrt(534.0 / 600)) * 9e-4).epsilon(1e-13));
+    CHECK(lr_at(s, 3100) == 1e-4);
+    CHECK(lr_at(s, 4000) == 1e-4);
+    for (int it = 101; it < 3200; it++) {
+        INFO("iter " << it);
+        REQUIRE(lr_at(s, it) <= lr_at(s, it - 1));
+    }
+    // The whole decay a cooldown.
+    s.cooldown_frac = 1;
+    CHECK(lr_at(s, 850) == Approx(1e-4 + 0.5 * 9e-4).epsilon(1e-13));  // ratio 1/4
+    // A re-plan keeps the lr where it is made, in the stable part and in the cooldown, and still
+    // ends at min_lr exactly.
+    s.cooldown_frac = 0.2;
+    for (int at : {1000, 2800}) {
+        INFO("re-plan at " << at);
+        LrSchedule moved = s;
+        moved.replans = {{at, 3500}};
+        REQUIRE_NOTHROW(validate(moved));
+        CHECK(lr_at(moved, at) == Approx(lr_at(s, at)).epsilon(1e-12));
+        CHECK(lr_at(moved, at - 1) == lr_at(s, at - 1));
+        CHECK(lr_at(moved, 3499) > 1e-4);
+        CHECK(lr_at(moved, 3500) == 1e-4);
+    }
+    // The name both ways; cooldown_frac in (0, 1].
+    CHECK(parse_lr_decay("wsd") == LrDecay::Wsd);
+    CHECK(std::string(to_string(LrDecay::Wsd)) == "wsd");
+    for (double bad : {0.0, -0.5, 1.01, std::numeric_limits<double>::quiet_NaN()}) {
+        INFO(bad);
+        LrSchedule b = s;
+        b.cooldown_frac = bad;
+        REQUIRE_THROWS_WITH(validate(b), Contains("cooldown_frac"));
+    }
+    LrSchedule other = s;  // the other shapes do not read it
+    other.decay = LrDecay::Linear, other.cooldown_frac = 0;
+    CHECK_NOTHROW(validate(other));
+}
+
 TEST_CASE("lr_at: re-plans move the end of the decay without a jump", "[schedule]") {
     for (LrDecay decay : {LrDecay::Cosine, LrDecay::Linear}) {
         INFO(to_string(decay));

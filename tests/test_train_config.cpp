@@ -17,7 +17,7 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     TrainConfig c = train_preset("speedrun");  // far from the defaults in most fields
     c.batch_threads = 4, c.gradient_accumulation_steps = 3, c.max_iters = 1234, c.eval_interval = 17;
     c.eval_iters = 5, c.log_interval = 9, c.grad_clip = 0.5, c.seed = 0xfeedfacecafeULL, c.time_budget = 61.5;
-    c.schedule.decay_lr = false, c.schedule.replans = {{250, 1200}, {400, 1180}};
+    c.schedule.decay_lr = false, c.schedule.replans = {{250, 1200}, {400, 1180}}, c.schedule.cooldown_frac = 0.35;
     c.adamw.beta1 = 0.8f, c.adamw.beta2 = 0.9f, c.adamw.eps = 1e-6f;
     c.optimizer = OptimizerKind::Muon, c.muon.lr = 0.004f, c.muon.momentum = 0.9f, c.muon.momentum_warmup = 30;
     c.activations = training_plan(AttentionKind::Materialized, Recompute::Block);
@@ -28,6 +28,7 @@ TEST_CASE("TrainConfig to JSON and back: every field, extra keys beside them, ba
     CHECK(back.schedule.replans.size() == 2);
     CHECK(back.schedule.replans[1].end == 1180);
     CHECK(back.schedule.decay == LrDecay::Linear);
+    CHECK(back.schedule.cooldown_frac == 0.35);
     CHECK(back.adamw.weight_decay == c.adamw.weight_decay);
     CHECK(back.optimizer == OptimizerKind::Muon);
     CHECK(back.muon.momentum_warmup == 30);

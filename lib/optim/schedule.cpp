@@ -21,6 +21,9 @@ void validate(const LrSchedule& s) {
     check(s.lr_decay_iters >= 0, "lr_decay_iters must be >= 0, got {}", s.lr_decay_iters);
     check(s.warmup_iters <= s.lr_decay_iters, "warmup_iters ({}) must not exceed lr_decay_iters ({})",
           s.warmup_iters, s.lr_decay_iters);
+    if (s.decay == LrDecay::Wsd)
+        check(s.cooldown_frac > 0 && s.cooldown_frac <= 1, "cooldown_frac must be in (0, 1], got {}",
+              s.cooldown_frac);
     int after = s.warmup_iters;
     for (const Replan& p : s.replans) {
         check(p.iter >= after, "a re-plan at iter {} comes before the warmup's end or the previous re-plan ({})",
@@ -43,6 +46,19 @@ static double decay_ratio(const LrSchedule& s, int iter) {
     return r + (1 - r) * double(iter - start) / double(end - start);
 }
 
+// The decay's shape: 1 at ratio 0, down to 0 at ratio 1 (schedule.h).
+static double decay_coeff(const LrSchedule& s, double ratio) {
+    switch (s.decay) {
+        case LrDecay::Linear: return 1.0 - ratio;
+        case LrDecay::Wsd: {
+            const double stable = 1.0 - s.cooldown_frac;
+            return ratio < stable ? 1.0 : 1.0 - std::sqrt((ratio - stable) / s.cooldown_frac);
+        }
+        case LrDecay::Cosine: break;
+    }
+    return 0.5 * (1.0 + std::cos(M_PI * ratio));
+}
+
 double lr_at(const LrSchedule& s, int iter) {
     check(iter >= 0, "the iteration must be >= 0, got {}", iter);
     if (!s.decay_lr) return s.learning_rate;
@@ -52,17 +68,17 @@ double lr_at(const LrSchedule& s, int iter) {
     const double ratio = decay_ratio(s, iter);
     if (ratio >= 1.0) return s.min_lr;
     // 3) in between: from learning_rate (ratio 0) down to min_lr (ratio 1)
-    double coeff = s.decay == LrDecay::Linear ? 1.0 - ratio : 0.5 * (1.0 + std::cos(M_PI * ratio));
-    return s.min_lr + coeff * (s.learning_rate - s.min_lr);
+    return s.min_lr + decay_coeff(s, ratio) * (s.learning_rate - s.min_lr);
 }
 
 LrDecay parse_lr_decay(const std::string& s) {
     if (s == "cosine") return LrDecay::Cosine;
     if (s == "linear") return LrDecay::Linear;
-    fail("unknown lr_decay '{}' (known: cosine, linear)", s);
+    if (s == "wsd") return LrDecay::Wsd;
+    fail("unknown lr_decay '{}' (known: cosine, linear, wsd)", s);
 }
 
-const char* to_string(LrDecay d) { return d == LrDecay::Linear ? "linear" : "cosine"; }
+const char* to_string(LrDecay d) { return d == LrDecay::Linear ? "linear" : d == LrDecay::Wsd ? "wsd" : "cosine"; }
 
 std::vector<Replan> parse_replans(const std::string& s) {
     std::vector<Replan> out;

@@ -79,7 +79,7 @@ std::string train_config_to_json(const TrainConfig& c, const std::string& extra)
                   {"eval_interval", c.eval_interval}, {"eval_iters", c.eval_iters}, {"log_interval", c.log_interval},
                   {"learning_rate", s.learning_rate}, {"min_lr", s.min_lr}, {"warmup_iters", s.warmup_iters},
                   {"lr_decay_iters", s.lr_decay_iters}, {"decay_lr", s.decay_lr}, {"lr_decay", to_string(s.decay)},
-                  {"lr_replans", to_string(s.replans)}, {"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2},
+                  {"lr_replans", to_string(s.replans)}, {"cooldown_frac", s.cooldown_frac}, {"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2},
                   {"eps", c.adamw.eps}, {"weight_decay", c.adamw.weight_decay}, {"grad_clip", c.grad_clip},
                   {"optimizer", to_string(c.optimizer)}, {"muon_lr", c.muon.lr}, {"muon_momentum", c.muon.momentum},
                   {"muon_momentum_warmup", c.muon.momentum_warmup},
@@ -100,7 +100,7 @@ TrainConfig train_config_from_json(const std::string& text, TrainConfig c) {
     get("gradient_accumulation_steps", c.gradient_accumulation_steps), get("max_iters", c.max_iters);
     get("eval_interval", c.eval_interval), get("eval_iters", c.eval_iters), get("log_interval", c.log_interval);
     get("learning_rate", s.learning_rate), get("min_lr", s.min_lr), get("warmup_iters", s.warmup_iters);
-    get("lr_decay_iters", s.lr_decay_iters), get("decay_lr", s.decay_lr);
+    get("lr_decay_iters", s.lr_decay_iters), get("decay_lr", s.decay_lr), get("cooldown_frac", s.cooldown_frac);
     std::string text_value;
     if (j.contains("lr_decay")) {
         get("lr_decay", text_value);

@@ -145,7 +145,7 @@ inline void bpe_bytes(const Gpt2Tokenizer& tok, const uint8_t* data, size_t size
 
 // The apps' flag parsing. The input, split at newlines, is an argv: the model flags
 // (apps/flags.h) and the string flags the library parses for train and sample (--lr_replans,
-// --batch_threads, --lr_decay, the sampling knobs, --threads); the config they give is
+// --batch_threads, --lr_decay, --cooldown_frac, the sampling knobs, --threads); the config they give is
 // validated. An input that starts with '{' is a checkpoint's config JSON and a train_config
 // JSON instead.
 inline void flag_bytes(const uint8_t* data, size_t size) {
@@ -175,8 +175,10 @@ inline void flag_bytes(const uint8_t* data, size_t size) {
     model.add(app);
     std::string replans, batch_threads = "auto", decay = "cosine";
     float temperature = 0.8f;
+    double cooldown_frac = 0.2;
     int top_k = 200, threads = 0;
     app.add_option("--lr_replans", replans);
+    app.add_option("--cooldown_frac", cooldown_frac);
     app.add_option("--batch_threads", batch_threads);
     app.add_option("--lr_decay", decay);
     app.add_option("--temperature", temperature);
@@ -192,6 +194,7 @@ inline void flag_bytes(const uint8_t* data, size_t size) {
         promise(config_to_json(config_from_json(config_to_json(c))) == config_to_json(c), "config JSON round trip");
         TrainConfig tc = train_preset(model.preset);
         tc.schedule.decay = parse_lr_decay(decay);
+        tc.schedule.cooldown_frac = cooldown_frac;
         tc.schedule.replans = parse_replans(replans);
         if (parse_batch_threads(batch_threads) > 0) tc.batch_threads = parse_batch_threads(batch_threads);
         tc.validate();
