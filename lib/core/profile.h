@@ -23,21 +23,22 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 enum class Work {
     Matmul,
     Attention,
-    LayerNorm,
-    Gelu,
+    Norm,
+    MlpActivation,
     CrossEntropy,
     Embedding,
     Residual,
     Dropout,
-    AdamW,
+    Optimizer,
     Wait,
     Other,
     Count
 };
 
 inline const char* work_name(Work w) {
-    constexpr const char* names[] = {"matmul (sgemm)", "attention", "LayerNorm", "GELU", "softmax + cross-entropy",
-                                     "embedding", "residual", "dropout", "AdamW + clip",
+    constexpr const char* names[] = {"matmul (linear layers)", "attention", "norm (LayerNorm, RMSNorm)",
+                                     "MLP activation", "softmax + cross-entropy", "embedding", "residual", "dropout",
+                                     "optimizers + clip",
                                      "waiting for batch threads", "other (zeroing, copies, sums)"};
     return names[int(w)];
 }
@@ -59,7 +60,7 @@ struct Profile {
 // Charges one layer call to its kind of work, when a Profile is attached: made just before the
 // call (the time since the previous tick goes to Other), it charges the call's own time to `kind`
 // when it goes out of scope. lib/model/gpt_choices.h opens one in each layer call of the passes:
-//   const Timed timed(model.profile, Work::Gelu, backward);
+//   const Timed timed(model.profile, Work::MlpActivation, backward);
 //   gelu_forward(...);
 struct Timed {
     Timed(Profile* p, Work k, bool b) : profile(p), kind(k), backward(b) {

@@ -191,7 +191,7 @@ struct Layers {
     }
     void norm_forward(real* out, real* mean, real* rstd, const real* inp, const real* weight, const real* bias, int N,
                       int C) {
-        const Timed timed(m.profile, Work::LayerNorm, backward);
+        const Timed timed(m.profile, Work::Norm, backward);
         if constexpr (kFastPath<real>)
             if (in_bf16()) {  // LayerNorm writes only the rounded copy, its output's one reader
                 if (m.config.norm == NormKind::LayerNorm)
@@ -253,7 +253,7 @@ struct Layers {
         else residual_forward_twin(out, inp1, inp2, n);
     }
     void mlp_activation_forward(real* out, const real* inp, size_t N) {
-        const Timed timed(m.profile, Work::Gelu, backward);
+        const Timed timed(m.profile, Work::MlpActivation, backward);
         const GPTConfig& c = m.config;
         if constexpr (kFastPath<real>)
             if (in_bf16()) {  // GELU writes only the rounded copy, its output's one reader
@@ -299,7 +299,7 @@ struct Layers {
     }
     void norm_backward(real* dinp, real* dweight, real* dbias, const real* dout, const real* inp, const real* weight,
                        const real* mean, const real* rstd, int N, int C) {
-        const Timed timed(m.profile, Work::LayerNorm, backward);
+        const Timed timed(m.profile, Work::Norm, backward);
         choice::norm_backward(m.config, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     }
     // The gradient at the dropout's input: written into dinp and returned, or dout itself
@@ -312,7 +312,7 @@ struct Layers {
         return dinp;
     }
     void mlp_activation_backward(real* dinp, const real* inp, const real* dout, size_t N) {
-        const Timed timed(m.profile, Work::Gelu, backward);
+        const Timed timed(m.profile, Work::MlpActivation, backward);
         const GPTConfig& c = m.config;
         if constexpr (kFastPath<real>)
             if (in_bf16()) {  // dinp rounded for mlp.c_fc's backward, GELU's while it writes dinp

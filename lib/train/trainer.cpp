@@ -165,7 +165,7 @@ StepResult Trainer::step() {
     if (!muon.matrices.empty())
         muon.step(model.params_memory.data(), model.grads_memory.data(), m.data(), muon_lr_at(r.lr),
                   cfg.adamw.weight_decay, muon_momentum_at(cfg.muon, progress.iter_num), {}, scale, copies);
-    if (model.profile) model.profile->tick(Work::AdamW, true);
+    if (model.profile) model.profile->tick(Work::Optimizer, true);
     progress.iter_num += 1;
     progress.rng_batch = batch_rng.state;
     return r;
