@@ -240,11 +240,11 @@ void Muon<real>::build(const std::vector<MuonMatrix>& m, bool use_bf16, int thre
     scratch16.allocate(size_t(used_slots) * slot_size16);
 }
 
+namespace {
 // Calls f(r, c) for every element of a rows × cols matrix: row by row, or, where the matrix is
 // written or read transposed, in 16 × 16 blocks, so that the row-major side and the transposed
 // side both stay within a few cache lines (row by row, the transposed side would touch a new
 // line at every element). Each element's arithmetic is its own: the order changes no number.
-namespace {
 template <class F>
 void each_element(int rows, int cols, bool transposed, F&& f) {
     if (!transposed) {

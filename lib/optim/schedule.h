@@ -20,10 +20,10 @@
 // The cosine is nanoGPT's. The straight line spends less of the run near the peak and more of
 // it at small learning rates; with min_lr = 0 it is the "linear decay to zero" that studies of
 // fixed-budget training (Bergsma et al. 2025, "Straight to Zero") found best when a model sees
-// many tokens per parameter, as the speedrun's does (~15). wsd (llm.c's name and shape) holds the
+// many tokens per parameter, as the speedrun's does (~15). wsd (warmup, stable, decay) holds the
 // peak and spends only the last fraction f of the decay's iterations cooling down, along
-// 1 - sqrt, which drops fast at first and then slowly (Hägele et al. 2024 found it ahead of a
-// straight cooldown); the run's end alone decides when the cooldown starts.
+// 1 - sqrt, which drops fast at first and then slowly; where the run ends alone decides when
+// the cooldown starts.
 //
 // Re-plans (a time-budgeted run, lib/train/budget.h): a run that finds its steps slower or faster
 // than planned moves the end of its decay. A re-plan at iteration I to a new end E keeps the
