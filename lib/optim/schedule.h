@@ -20,7 +20,7 @@
 // The cosine is nanoGPT's. The straight line spends less of the run near the peak and more of
 // it at small learning rates; with min_lr = 0 it is the "linear decay to zero" that studies of
 // fixed-budget training (Bergsma et al. 2025, "Straight to Zero") found best when a model sees
-// many tokens per parameter, as the speedrun's does (~15). wsd (warmup, stable, decay) holds the
+// many tokens per parameter, as the speedrun's does (about 10). wsd (warmup, stable, decay) holds the
 // peak and spends only the last fraction f of the decay's iterations cooling down, along
 // 1 - sqrt, which drops fast at first and then slowly; where the run ends alone decides when
 // the cooldown starts.
