@@ -105,6 +105,9 @@ struct TrainFlags {
     TrainConfig config() const {
         TrainConfig c = tc;
         c.schedule.decay = parse_lr_decay(lr_decay);
+        // (a run.toml names every flag, so the default is allowed with any decay)
+        check(c.schedule.decay == LrDecay::Wsd || c.schedule.cooldown_frac == LrSchedule{}.cooldown_frac,
+              "--cooldown_frac shapes only --lr_decay=wsd (the decay is {})", to_string(c.schedule.decay));
         c.schedule.replans = parse_replans(lr_replans);
         c.optimizer = parse_optimizer(optimizer);
         c.dtype = parse_dtype(dtype);

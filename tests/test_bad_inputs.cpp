@@ -99,6 +99,7 @@ TEST_CASE("train: meaningless numbers and unusable paths are refused in one line
                             {"--lr_decay=wsd --cooldown_frac=1.5", "cooldown_frac"},
                             {"--lr_decay=wsd --cooldown_frac=nan", "cooldown_frac"},
                             {"--cooldown_frac=x", "cooldown_frac"},
+                            {"--cooldown_frac=0.3", "only --lr_decay=wsd"},
                             {"--dtype=float16", "dtype"},
                             {"--dtype=", "dtype"},
                             {"--dtype=BFloat16", "dtype"},
