@@ -262,9 +262,10 @@ TEST_CASE("build/llmc: export, import, debug-state, loss; bad files are one erro
     REQUIRE(r.status == 0);
     // Batch 0 of `loss` is the debug state's batch: the same loss, to float rounding (the two sum the
     // rows' losses in their own order, so the sixth decimal printed may differ).
-    const size_t at = r.output.find("mean loss ");
+    const std::string key = "mean loss ";
+    const size_t at = r.output.find(key);
     REQUIRE(at != std::string::npos);
-    CHECK(std::stod(r.output.substr(at + 10)) == Approx(s.loss).epsilon(1e-6));
+    CHECK(std::stod(r.output.substr(at + key.size())) == Approx(s.loss).epsilon(1e-6));
 
     // Bad files and values: one line, exit 1, nothing written.
     const std::string bytes = read_bytes(dir + "/m.bin");

@@ -241,22 +241,23 @@ void Muon<real>::build(const std::vector<MuonMatrix>& m, bool use_bf16, int thre
 }
 
 namespace {
-// Calls f(r, c) for every element of a rows × cols matrix: row by row, or, where the matrix is
-// written or read transposed, in 16 × 16 blocks, so that the row-major side and the transposed
-// side both stay within a few cache lines (row by row, the transposed side would touch a new
-// line at every element). Each element's arithmetic is its own: the order changes no number.
+// Calls f(i, j) for every element (r, c) of a rows × cols matrix, i = r·cols + c its place in
+// the matrix and j its place in the iterate: i itself, or c·rows + r where the iterate is the
+// transpose. Row by row, or, transposed, in 16 × 16 blocks, so that both sides stay within a few
+// cache lines (row by row, the transposed side would touch a new line at every element). Each
+// element's arithmetic is its own: the order changes no number.
 template <class F>
 void each_element(int rows, int cols, bool transposed, F&& f) {
     if (!transposed) {
-        for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++) f(r, c);
+        for (size_t i = 0; i < size_t(rows) * cols; i++) f(i, i);
         return;
     }
     constexpr int kBlock = 16;
     for (int r0 = 0; r0 < rows; r0 += kBlock)
         for (int c0 = 0; c0 < cols; c0 += kBlock)
             for (int c = c0; c < std::min(c0 + kBlock, cols); c++)
-                for (int r = r0; r < std::min(r0 + kBlock, rows); r++) f(r, c);
+                for (int r = r0; r < std::min(r0 + kBlock, rows); r++)
+                    f(size_t(r) * cols + c, size_t(c) * rows + r);
 }
 }  // namespace
 
@@ -272,11 +273,10 @@ void Muon<real>::update(const MuonMatrix& w, real* x, bf16* x16, real* params, c
     real* p = params + w.offset;
     const real* g = grads + w.offset;
     real* buf = momentum + w.offset;
-    each_element(rows, cols, flip, [&](int r, int c) {
-        const size_t i = size_t(r) * cols + c;
+    each_element(rows, cols, flip, [&](size_t i, size_t j) {
         const real gi = g[i] * scale;  // the same bits as a gradient clipped in place
         buf[i] = r_mu * buf[i] + gi;
-        x[flip ? size_t(c) * rows + r : i] = gi + r_mu * buf[i];
+        x[j] = gi + r_mu * buf[i];
     });
     if constexpr (sizeof(real) == sizeof(float)) {
         if (bf16_products) newton_schulz_bf16(x, a, b, x + size_t(a) * b, x16, 5, k);
@@ -285,9 +285,8 @@ void Muon<real>::update(const MuonMatrix& w, real* x, bf16* x16, real* params, c
         newton_schulz(x, a, b, x + size_t(a) * b, 5, k);
     }
     const real step = real(lr * 0.2 * std::sqrt(double(b)));  // lr · the shape rule s
-    each_element(rows, cols, flip, [&](int r, int c) {
-        const size_t i = size_t(r) * cols + c;
-        p[i] = p[i] * keep - step * x[flip ? size_t(c) * rows + r : i];
+    each_element(rows, cols, flip, [&](size_t i, size_t j) {
+        p[i] = p[i] * keep - step * x[j];
         if (params16) params16[w.offset + i] = bf16_from_float(float(p[i]));  // the bf16 copy, in this pass
     });
 }
