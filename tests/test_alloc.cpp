@@ -159,7 +159,7 @@ TEST_CASE("the flash attention layer allocates nothing on the heap (after the fi
             flash_attention_forward_bf16(out.data(), out16.data(), lse.data(), scratch.data(), n, qkv.data(), B, T, C,
                                          NH, drop, products);
             flash_attention_backward_bf16(dqkv.data(), dqkv16.data(), scratch.data(), n, dout.data(), qkv.data(),
-                                          out.data(), lse.data(), B, T, C, NH, drop, products);
+                                          out16.data(), lse.data(), B, T, C, NH, drop, products);
         }
     };
     run();  // a first call may let OpenMP set up its threads

@@ -46,8 +46,9 @@
 //            |d̂v_s − dv_s| ≤ Σ_t ((1 + π'_ts)(1 + u_in)(1 + 2Tε) − 1)·P_ts·|dout_t|.
 //   dP, dA   as in the materialised bound: η = (2u_in + u_in² + (hs + 1)ε)·Σ_i |dout_ti·v_si|,
 //            ζ = f·((1 + 2ε)η + 2ε|dP|).
-//   D        dout·ôut in float from the forward's out: |D̂ − D| ≤ δD_t = Σ_i |dout_ti|·bound(out_ti)
-//            + (hs + 1)ε·Σ_i |dout_ti|·(|out_ti| + bound(out_ti)).
+//   D        dout·ô in float, ô the forward's out as the backward reads it: ôut, or in the bf16
+//            layer ôut rounded, off by b_ti = bound(out_ti), or (1 + u)·bound(out_ti) + u·|out_ti|:
+//            |D̂ − D| ≤ δD_t = Σ_i |dout_ti|·b_ti + (hs + 1)ε·Σ_i |dout_ti|·(|out_ti| + b_ti).
 //   dS       the layer forms dS/√hs = (Â·σ)·(dÂ − D̂) with σ = fl(1/√hs): with κ = ζ + δD + ε(|dA| + ζ
 //            + |D| + δD) the error of dÂ − D̂,
 //            |dŜ − dS/√hs| ≤ σ' = [β·A·(|dA − D| + κ) + A·κ]/√hs + 4ε(1 + β)·A·(|dA − D| + κ)/√hs,
@@ -104,17 +105,18 @@ std::string describe(const Shape& sh, float p) {
            std::to_string(sh.NH) + " p " + std::to_string(p);
 }
 
-// What one run of the flash layer wrote.
+// What one run of the flash layer wrote (out16: in bf16 only).
 struct Flash {
     Floats out, lse, dqkv;
+    std::vector<bf16> out16;
 };
 
 // Forward then backward of the flash layer (float, or bf16 products) on buffers filled with `fill`,
 // scratch too (so a result that read them shows); the bf16 copies checked to be out and dqkv rounded,
-// and the backward run again with the rounded dqkv alone.
+// the forward run again with the rounded out alone, and the backward with the rounded dqkv alone.
 Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout fwd, Dropout bwd, bool in_bf16,
                 float fill = kNaN, FlashProducts products = FlashProducts::Bf16Widened) {
-    Flash r{Floats(sh.out(), fill), Floats(sh.lse(), fill), Floats(sh.qkv(), fill)};
+    Flash r{Floats(sh.out(), fill), Floats(sh.lse(), fill), Floats(sh.qkv(), fill), {}};
 #ifdef _OPENMP
     const int threads = omp_get_max_threads();
 #else
@@ -124,19 +126,27 @@ Flash run_flash(const Shape& sh, const Floats& qkv, const Floats& dout, Dropout 
                                : flash_attention_scratch(sh.T, sh.C, sh.NH);
     Floats scratch(per * threads, fill);
     if (in_bf16) {
-        std::vector<bf16> out16(r.out.size(), 0x7FC0), dqkv16(r.dqkv.size(), 0x7FC0);  // NaNs
-        flash_attention_forward_bf16(r.out.data(), out16.data(), r.lse.data(), scratch.data(), scratch.size(),
+        std::vector<bf16> dqkv16(r.dqkv.size(), 0x7FC0);  // NaNs
+        r.out16.assign(r.out.size(), 0x7FC0);
+        flash_attention_forward_bf16(r.out.data(), r.out16.data(), r.lse.data(), scratch.data(), scratch.size(),
                                      qkv.data(), sh.B, sh.T, sh.C, sh.NH, fwd, products);
         flash_attention_backward_bf16(r.dqkv.data(), dqkv16.data(), scratch.data(), scratch.size(), dout.data(),
-                                      qkv.data(), r.out.data(), r.lse.data(), sh.B, sh.T, sh.C, sh.NH, bwd, products);
+                                      qkv.data(), r.out16.data(), r.lse.data(), sh.B, sh.T, sh.C, sh.NH, bwd, products);
         size_t wrong = 0;
-        for (size_t i = 0; i < out16.size(); i++) wrong += out16[i] != bf16_from_float(r.out[i]);
+        for (size_t i = 0; i < r.out16.size(); i++) wrong += r.out16[i] != bf16_from_float(r.out[i]);
         for (size_t i = 0; i < dqkv16.size(); i++) wrong += dqkv16[i] != bf16_from_float(r.dqkv[i]);
         CHECK(wrong == 0);
+        // without the float out, the rounded one alone, the same bits (and the same lse)
+        std::vector<bf16> out_alone(r.out16.size(), 0x7FC0);
+        Floats lse_alone(r.lse.size(), fill);
+        flash_attention_forward_bf16(nullptr, out_alone.data(), lse_alone.data(), scratch.data(), scratch.size(),
+                                     qkv.data(), sh.B, sh.T, sh.C, sh.NH, fwd, products);
+        CHECK(out_alone == r.out16);
+        CHECK(mismatches(lse_alone, r.lse) == 0);
         // without the float dqkv, the rounded one alone, the same bits
         std::vector<bf16> alone(dqkv16.size(), 0x7FC0);
         flash_attention_backward_bf16(nullptr, alone.data(), scratch.data(), scratch.size(), dout.data(), qkv.data(),
-                                      r.out.data(), r.lse.data(), sh.B, sh.T, sh.C, sh.NH, bwd, products);
+                                      r.out16.data(), r.lse.data(), sh.B, sh.T, sh.C, sh.NH, bwd, products);
         CHECK(alone == dqkv16);
     } else {
         flash_attention_forward(r.out.data(), r.lse.data(), scratch.data(), scratch.size(), qkv.data(), sh.B, sh.T,
@@ -399,7 +409,7 @@ TEST_CASE("flash attention: out, lse and dqkv are written, not added to; the bf1
             check_writes_and_adds("flash attention", {randn<float>(sh.qkv(), 72)}, {false}, [&](Buffers& g) {
                 if (in_bf16)
                     flash_attention_backward_bf16(g[0].data(), nullptr, scratch.data(), per, dout.data(), qkv.data(),
-                                                  a.out.data(), a.lse.data(), sh.B, sh.T, sh.C, sh.NH, drop);
+                                                  a.out16.data(), a.lse.data(), sh.B, sh.T, sh.C, sh.NH, drop);
                 else
                     flash_attention_backward(g[0].data(), scratch.data(), per, dout.data(), qkv.data(), a.out.data(),
                                              a.lse.data(), sh.B, sh.T, sh.C, sh.NH, drop);
@@ -409,7 +419,9 @@ TEST_CASE("flash attention: out, lse and dqkv are written, not added to; the bf1
 
 TEST_CASE("flash attention rejects bad arguments with hg::Error", "[flash][layers]") {
     Floats f(1 << 16);
+    std::vector<bf16> f16(1 << 16);
     float* x = f.data();
+    bf16* h = f16.data();
     const size_t n = f.size();
     CHECK_THROWS_AS(flash_attention_forward(x, x, x, n, x, 2, 3, 6, 4, Dropout{}), Error);  // C % NH
     CHECK_THROWS_AS(flash_attention_forward(x, x, x, n, x, 0, 3, 6, 2, Dropout{}), Error);
@@ -418,13 +430,15 @@ TEST_CASE("flash attention rejects bad arguments with hg::Error", "[flash][layer
     CHECK_THROWS_AS(flash_attention_forward(x, x, nullptr, n, x, 2, 3, 6, 2, Dropout{}), Error);
     CHECK_THROWS_AS(flash_attention_forward(x, x, x, flash_attention_scratch(3, 6, 2) - 1, x, 2, 3, 6, 2, Dropout{}),
                     Error);
-    CHECK_THROWS_AS(flash_attention_backward_bf16(x, nullptr, x, 16, x, x, x, x, 2, 3, 6, 2, Dropout{}), Error);
+    CHECK_THROWS_AS(flash_attention_backward_bf16(x, nullptr, x, 16, x, x, h, x, 2, 3, 6, 2, Dropout{}), Error);
     CHECK_THROWS_AS(flash_attention_backward(nullptr, x, n, x, x, x, x, 2, 3, 6, 2, Dropout{}), Error);  // no dqkv
-    CHECK_THROWS_AS(flash_attention_backward_bf16(nullptr, nullptr, x, n, x, x, x, x, 2, 3, 6, 2, Dropout{},
+    CHECK_THROWS_AS(flash_attention_backward_bf16(nullptr, nullptr, x, n, x, x, h, x, 2, 3, 6, 2, Dropout{},
                                                   FlashProducts::Bf16Widened),
                     Error);  // neither gradient
-    CHECK_THROWS_AS(flash_attention_forward_bf16(x, nullptr, x, x, n, x, 2, 3, 6, 2, Dropout{}, FlashProducts::Float),
-                    Error);
+    CHECK_THROWS_AS(flash_attention_forward_bf16(x, h, x, x, n, x, 2, 3, 6, 2, Dropout{}, FlashProducts::Float), Error);
+    // the bf16 layer's rounded out: the forward must write it, the backward must have it
+    CHECK_THROWS_AS(flash_attention_forward_bf16(x, nullptr, x, x, n, x, 2, 3, 6, 2, Dropout{}), Error);
+    CHECK_THROWS_AS(flash_attention_backward_bf16(x, nullptr, x, n, x, x, nullptr, x, 2, 3, 6, 2, Dropout{}), Error);
     CHECK_THROWS_AS(flash_attention_scratch(3, 6, 4), Error);
     double d[64] = {};
     CHECK_THROWS_AS(flash_attention_forward_twin(d, d, d, 1, 2, 4, 2, Dropout{}, 0), Error);  // tile 0
@@ -509,6 +523,7 @@ TEST_CASE("flash kernels match the scalar twin on every SIMD target, float and b
 namespace {
 
 // The worst |got − exact| / bound over out, lse and dqkv (each its own), from the derivation at the top.
+// A run that kept the rounded out (r.out16) read it for D.
 struct Worst {
     double out = 0, lse = 0, dqkv = 0;
 };
@@ -556,9 +571,11 @@ Worst check_bound(const Shape& sh, const Floats& qkv, const Floats& dout, Dropou
                 // the backward of row t
                 double D = 0, dD = 0, mag_D = 0;
                 for (int i = 0; i < hs; i++) {
+                    const double b_in =
+                        r.out16.empty() ? bound_out[i] : (1 + u) * bound_out[i] + u * std::fabs(out_t[i]);
                     D += x.dy(t, i) * out_t[i];
-                    dD += std::fabs(x.dy(t, i)) * bound_out[i];
-                    mag_D += std::fabs(x.dy(t, i)) * (std::fabs(out_t[i]) + bound_out[i]);
+                    dD += std::fabs(x.dy(t, i)) * b_in;
+                    mag_D += std::fabs(x.dy(t, i)) * (std::fabs(out_t[i]) + b_in);
                 }
                 dD += (hs + 1) * eps * mag_D;
                 for (int s = 0; s <= t; s++) {
@@ -665,9 +682,10 @@ TEST_CASE("flash attention in bf16: the CPU's dot products and the widened ones 
     for_each_target([&](const std::string& target) {
         std::vector<Flash> runs;
         for (FlashProducts products : {FlashProducts::Bf16Dot, FlashProducts::Bf16Widened}) {
-            Flash r{Floats(sh.out()), Floats(sh.lse()), Floats(sh.qkv())};
-            const FlashHead head{T, hs, qkv.data(), qkv.data() + sh.C, qkv.data() + 2 * sh.C, C3, r.out.data(),
-                                 dout.data(), size_t(sh.C), r.lse.data(), drop, 0};
+            Flash r{Floats(sh.out()), Floats(sh.lse()), Floats(sh.qkv()), {}};  // D from the float out
+            const FlashHead head{T,           hs,           qkv.data(), qkv.data() + sh.C, qkv.data() + 2 * sh.C, C3,
+                                 r.out.data(), nullptr,     dout.data(), size_t(sh.C),     r.lse.data(),          drop,
+                                 0};
             Floats scratch(flash_head_scratch(T, hs, products), kNaN);
             flash_head_forward(r.out.data(), nullptr, r.lse.data(), head, nullptr, products, scratch.data());
             const FlashGrads grads{r.dqkv.data(), r.dqkv.data() + sh.C, r.dqkv.data() + 2 * sh.C, nullptr, nullptr,
@@ -714,11 +732,12 @@ TEST_CASE("flash attention: the same bits with 1, 2 and 3 threads, and with scra
         const size_t per = in_bf16 ? flash_attention_bf16_scratch(sh.T, sh.C, sh.NH)
                                    : flash_attention_scratch(sh.T, sh.C, sh.NH);
         Floats scratch(per), out(sh.out()), lse(sh.lse()), dqkv(sh.qkv());
+        std::vector<bf16> out16(sh.out());
         if (in_bf16) {
-            flash_attention_forward_bf16(out.data(), nullptr, lse.data(), scratch.data(), per, qkv.data(), sh.B, sh.T,
-                                         sh.C, sh.NH, drop);
+            flash_attention_forward_bf16(out.data(), out16.data(), lse.data(), scratch.data(), per, qkv.data(), sh.B,
+                                         sh.T, sh.C, sh.NH, drop);
             flash_attention_backward_bf16(dqkv.data(), nullptr, scratch.data(), per, dout.data(), qkv.data(),
-                                          out.data(), lse.data(), sh.B, sh.T, sh.C, sh.NH, drop);
+                                          out16.data(), lse.data(), sh.B, sh.T, sh.C, sh.NH, drop);
         } else {
             flash_attention_forward(out.data(), lse.data(), scratch.data(), per, qkv.data(), sh.B, sh.T, sh.C, sh.NH,
                                     drop);

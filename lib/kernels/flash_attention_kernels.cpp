@@ -56,7 +56,8 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
         const int t1 = std::min(T, t0 + kTile), rows = t1 - t0;
         PrefetchInputs(hd, false, t1, t1 + kTile);            // the next block's
         if (t1 == T && next) PrefetchInputs(*next, false, 0, kTile);  // the next head's first
-        PrefetchRows(out + size_t(t0) * ldo, ldo, rows, hs);  // written at the block's end
+        if (out) PrefetchRows(out + size_t(t0) * ldo, ldo, rows, hs);  // written at the block's end
+        if (out16) PrefetchRows(out16 + size_t(t0) * ldo, ldo, rows, hs);
         if constexpr (kPairs) {
             LayRowsInPairs(sp.q16, nullptr, hd.q, hd.ld, t0, t1, T, hs);
             LayRowsInPairs(nullptr, sp.v2, hd.v, hd.ld, t0, t1, T, hs);
@@ -104,8 +105,8 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
             DivideRow(sp.o + size_t(i) * hsp, hsp, sp.l[i]);
             lse[t0 + i] = sp.m[i] + std::log(sp.l[i]);
         }
-        WriteRows(out + size_t(t0) * ldo, out16 ? out16 + size_t(t0) * ldo : nullptr, ldo, sp.o, size_t(hsp), rows,
-                  hs);
+        WriteRows(out ? out + size_t(t0) * ldo : nullptr, out16 ? out16 + size_t(t0) * ldo : nullptr, ldo, sp.o,
+                  size_t(hsp), rows, hs);
     }
 }
 
@@ -122,6 +123,7 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
     const int T = hd.T, hs = hd.hs, hsp = PadHs(hs);
     const int k_hs = (hs + kPer - 1) / kPer;
     const float *dout = hd.dout, *out = hd.out, *lse = hd.lse;
+    const bf16* out16 = hd.out16;
     const size_t ldo = hd.ldo;
     const float scale = 1.0f / std::sqrt(float(hs));
     Carve carve{{scratch}};
@@ -169,7 +171,9 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
                     LayRows(sp.qp, hd.q, hd.ld, t0, t1, T, hs, kRound);
                     LayRows(sp.dop, dout, ldo, t0, t1, T, hs, kRound);
                 }
-                for (int t = t0; t < t1; t++) sp.D[t] = DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs);
+                for (int t = t0; t < t1; t++)  // from the rounded out where the bf16 layer kept only it
+                    sp.D[t] = out ? DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs)
+                                  : DotRowBf16(dout + size_t(t) * ldo, out16 + size_t(t) * ldo, hs);
             }
             // the scores again (F1's product, the same floats), and B1's dP = dout · vᵀ
             Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt, kTile, rows, kTile, k_hs, Causal::Cols, off, false);

@@ -70,6 +70,7 @@ struct FlashHead {
     const float* v = nullptr;     // (T, hs), row stride ld
     size_t ld = 0;
     const float* out = nullptr;   // (T, hs), row stride ldo: the forward's result, which the backward reads
+    const bf16* out16 = nullptr;  // the same rounded to bf16 (row stride ldo), read instead where out is null
     const float* dout = nullptr;  // (T, hs), row stride ldo: the backward's
     size_t ldo = 0;
     const float* lse = nullptr;   // (T): the forward's, which the backward reads
@@ -83,7 +84,7 @@ size_t flash_head_scratch(int T, int hs, FlashProducts products);
 // Does FlashProducts::Bf16Dot run on the CPU's bf16 dot products at the current SIMD target?
 bool flash_bf16_dot_available();
 
-// out (T, hs), row stride head.ldo, written; out16 likewise rounded (skipped when null); lse (T)
+// out (T, hs), row stride head.ldo, written; out16 likewise rounded; each skipped when null; lse (T)
 // written. next: the head this thread runs after this one (or null), whose inputs are asked for
 // while this one runs (its rows lie in other pages than this head's, where the hardware does not
 // look ahead).
@@ -102,7 +103,7 @@ struct FlashGrads {
     bf16 *dq16 = nullptr, *dk16 = nullptr, *dv16 = nullptr;
     size_t ld = 0;
 };
-// From head.q, k, v, out, dout, lse; next as in the forward.
+// From head.q, k, v, out (or out16), dout, lse; next as in the forward.
 void flash_head_backward(const FlashGrads& grads, const FlashHead& head, const FlashHead* next,
                          FlashProducts products, float* scratch);
 

@@ -231,24 +231,44 @@ float DotRow(const float* a, const float* b, int n) {
     return sum;
 }
 
+// Σ_j a_j·b_j over n numbers, b in bf16 (widened exactly), as DotRow.
+float DotRowBf16(const float* a, const bf16* b, int n) {
+    const D d;
+    const hn::RebindToUnsigned<D> du;
+    const hn::Rebind<uint16_t, D> d16;
+    const int L = int(hn::Lanes(d));
+    V acc = hn::Zero(d);
+    int j = 0;
+    for (; j + L <= n; j += L) {
+        const V bj = hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, b + j))));
+        acc = hn::MulAdd(hn::LoadU(d, a + j), bj, acc);
+    }
+    float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; j < n; j++) sum += a[j] * bf16_to_float(b[j]);
+    return sum;
+}
+
 // Asks for rows (rows × cols numbers, row stride ld) to come into the cache. The layer's tensors
 // hold a head's rows 3C or C numbers apart, each row in another page, where the hardware's own
 // prefetching does not follow: without this every line of out and dqkv written, and of the next
 // head's q, k, v read, waits for memory in turn.
-void PrefetchRows(const float* p, size_t ld, int rows, int cols) {
-    constexpr int kLine = 64 / sizeof(float);
+template <typename E>
+void PrefetchRows(const E* p, size_t ld, int rows, int cols) {
+    constexpr int kLine = 64 / sizeof(E);
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < cols; j += kLine) hwy::Prefetch(p + size_t(r) * ld + j);
 }
 
 // The rows [r0, r1) of the head's inputs a block or tile is about to read, asked for ahead: q, k, v;
-// with `backward`, out and dout too.
+// with `backward`, out (or out16) and dout too.
 void PrefetchInputs(const FlashHead& hd, bool backward, int r0, int r1) {
     r1 = std::min(r1, hd.T);
     if (r0 >= r1) return;
     for (const float* m : {hd.q, hd.k, hd.v}) PrefetchRows(m + size_t(r0) * hd.ld, hd.ld, r1 - r0, hd.hs);
-    if (backward)
-        for (const float* m : {hd.out, hd.dout}) PrefetchRows(m + size_t(r0) * hd.ldo, hd.ldo, r1 - r0, hd.hs);
+    if (!backward) return;
+    PrefetchRows(hd.dout + size_t(r0) * hd.ldo, hd.ldo, r1 - r0, hd.hs);
+    if (hd.out) PrefetchRows(hd.out + size_t(r0) * hd.ldo, hd.ldo, r1 - r0, hd.hs);
+    if (hd.out16) PrefetchRows(hd.out16 + size_t(r0) * hd.ldo, hd.ldo, r1 - r0, hd.hs);
 }
 
 // Rows of a sum in working space (row stride lds) into the layer's tensor (row stride ldd) and its

@@ -44,9 +44,9 @@ static int thread_slot() {
 #endif
 }
 
-// Head bh's inputs (out, dout and lse are the backward's; null in the forward).
-static FlashHead head_at(int bh, const float* qkv, const float* out, const float* dout, const float* lse, int B,
-                         int T, int C, int NH, Dropout drop) {
+// Head bh's inputs (out or out16, dout and lse are the backward's; null in the forward).
+static FlashHead head_at(int bh, const float* qkv, const float* out, const bf16* out16, const float* dout,
+                         const float* lse, int B, int T, int C, int NH, Dropout drop) {
     const int b = bh / NH, h = bh % NH, hs = C / NH;
     const size_t C3 = 3 * size_t(C);
     const float* q = qkv + size_t(b) * T * C3 + size_t(h) * hs;  // (T, hs), row stride 3C
@@ -58,6 +58,7 @@ static FlashHead head_at(int bh, const float* qkv, const float* out, const float
                      q + 2 * size_t(C),
                      C3,
                      out ? out + o : nullptr,
+                     out16 ? out16 + o : nullptr,
                      dout ? dout + o : nullptr,
                      size_t(C),
                      lse ? lse + size_t(bh) * T : nullptr,
@@ -68,42 +69,43 @@ static FlashHead head_at(int bh, const float* qkv, const float* out, const float
 // The head after bh, which the thread running bh most likely runs next (static schedule: each
 // thread takes a run of consecutive heads), or null after the last.
 static const FlashHead* next_of(int bh, int B, int NH, FlashHead& next, const float* qkv, const float* out,
-                                const float* dout, const float* lse, int T, int C, Dropout drop) {
+                                const bf16* out16, const float* dout, const float* lse, int T, int C, Dropout drop) {
     if (bh + 1 >= B * NH) return nullptr;
-    next = head_at(bh + 1, qkv, out, dout, lse, B, T, C, NH, drop);
+    next = head_at(bh + 1, qkv, out, out16, dout, lse, B, T, C, NH, drop);
     return &next;
 }
 
 static void forward(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size, const float* qkv,
                     int B, int T, int C, int NH, Dropout drop, FlashProducts products) {
     const int hs = flash_attention_check(B, T, C, NH, drop);
-    check(out && lse && qkv, "flash attention: the forward needs out, lse and qkv");
+    check((out || out16) && lse && qkv, "flash attention: the forward needs out (or its bf16 copy), lse and qkv");
     const size_t per = flash_head_scratch(T, hs, products);
     const int threads = flash_threads(scratch, scratch_size, per);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
-        const FlashHead head = head_at(bh, qkv, out, nullptr, nullptr, B, T, C, NH, drop);
+        const FlashHead head = head_at(bh, qkv, nullptr, nullptr, nullptr, nullptr, B, T, C, NH, drop);
         FlashHead after;
-        const FlashHead* next = next_of(bh, B, NH, after, qkv, nullptr, nullptr, nullptr, T, C, drop);
-        const size_t at = size_t(head.out - out);  // head h's columns of out
-        flash_head_forward(out + at, out16 ? out16 + at : nullptr, lse + size_t(bh) * T, head, next, products,
-                           scratch + size_t(thread_slot()) * per);
+        const FlashHead* next = next_of(bh, B, NH, after, qkv, nullptr, nullptr, nullptr, nullptr, T, C, drop);
+        const int b = bh / NH, h = bh % NH;
+        const size_t at = size_t(b) * T * C + size_t(h) * hs;  // head h's columns of out
+        flash_head_forward(out ? out + at : nullptr, out16 ? out16 + at : nullptr, lse + size_t(bh) * T, head, next,
+                           products, scratch + size_t(thread_slot()) * per);
     }
 }
 
 static void backward(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_size, const float* dout,
-                     const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH, Dropout drop,
-                     FlashProducts products) {
+                     const float* qkv, const float* out, const bf16* out16, const float* lse, int B, int T, int C,
+                     int NH, Dropout drop, FlashProducts products) {
     const int hs = flash_attention_check(B, T, C, NH, drop);
-    check((dqkv || dqkv16) && dout && qkv && out && lse,
-          "flash attention: the backward needs dqkv (or its bf16 copy), dout, qkv, out and lse");
+    check((dqkv || dqkv16) && dout && qkv && (out || out16) && lse,
+          "flash attention: the backward needs dqkv (or its bf16 copy), dout, qkv, out (or its bf16 copy) and lse");
     const size_t per = flash_head_scratch(T, hs, products);
     const int threads = flash_threads(scratch, scratch_size, per);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
-        const FlashHead head = head_at(bh, qkv, out, dout, lse, B, T, C, NH, drop);
+        const FlashHead head = head_at(bh, qkv, out, out16, dout, lse, B, T, C, NH, drop);
         FlashHead after;
-        const FlashHead* next = next_of(bh, B, NH, after, qkv, out, dout, lse, T, C, drop);
+        const FlashHead* next = next_of(bh, B, NH, after, qkv, out, out16, dout, lse, T, C, drop);
         const size_t at = size_t(head.q - qkv), C3 = 3 * size_t(C);  // head h's q in qkv, and dq in dqkv
         FlashGrads grads;
         grads.ld = C3;
@@ -120,20 +122,23 @@ void flash_attention_forward(float* out, float* lse, float* scratch, size_t scra
 
 void flash_attention_backward(float* dqkv, float* scratch, size_t scratch_size, const float* dout, const float* qkv,
                               const float* out, const float* lse, int B, int T, int C, int NH, Dropout drop) {
-    backward(dqkv, nullptr, scratch, scratch_size, dout, qkv, out, lse, B, T, C, NH, drop, FlashProducts::Float);
+    backward(dqkv, nullptr, scratch, scratch_size, dout, qkv, out, nullptr, lse, B, T, C, NH, drop,
+             FlashProducts::Float);
 }
 
 void flash_attention_forward_bf16(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size,
                                   const float* qkv, int B, int T, int C, int NH, Dropout drop, FlashProducts products) {
     check(products != FlashProducts::Float, "flash attention: the bf16 forward needs bf16 products");
+    check(out16 != nullptr, "flash attention: the bf16 forward needs out16, which its backward reads");
     forward(out, out16, lse, scratch, scratch_size, qkv, B, T, C, NH, drop, products);
 }
 
 void flash_attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_size, const float* dout,
-                                   const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH,
+                                   const float* qkv, const bf16* out16, const float* lse, int B, int T, int C, int NH,
                                    Dropout drop, FlashProducts products) {
     check(products != FlashProducts::Float, "flash attention: the bf16 backward needs bf16 products");
-    backward(dqkv, dqkv16, scratch, scratch_size, dout, qkv, out, lse, B, T, C, NH, drop, products);
+    check(out16 != nullptr, "flash attention: the bf16 backward needs the forward's out16");
+    backward(dqkv, dqkv16, scratch, scratch_size, dout, qkv, nullptr, out16, lse, B, T, C, NH, drop, products);
 }
 
 }  // namespace hg

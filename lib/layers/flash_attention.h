@@ -84,7 +84,8 @@
 // sums (a product of two bf16 numbers is exact in float): S = q·kᵀ and out += P̃·v forward; dP = dout·vᵀ,
 // dv += P̃ᵀ·dout, dq += dS·k, dk += dSᵀ·q backward. Rounded to bf16 (u = 2⁻⁸): q, k, v and dout (once
 // per pass, as they are laid out), P̃ = exp(S - m)·f (the dropped, unnormalised probabilities of a
-// tile) and dS.
+// tile), dS, and out, which the next product reads rounded anyway: B0's D_t = dout_t · out_t reads
+// that rounded out (a float sum of float dout times bf16 out), so the float out need not be kept.
 // Kept in float, each for a reason:
 //   the scores S      an absolute error δ in a score is a relative error δ in its probability;
 //                     bf16 would add 2⁻⁹·|S| (1.6 % of a probability at |S| = 8), as attention.h says;
@@ -93,8 +94,10 @@
 //                     ℓ sums the float exp(S - m), so P̃'s rounding is an error per term, not a bias
 //                     of the row's normalisation;
 //   D, dP, dA         dS = A·(dA - D) is a difference of near-equal numbers wherever a row's gradient
-//                     is nearly uniform: both reach it in float and only its result dS is rounded;
-//   o, dq, dk, dv     the accumulators of the products, and out and dqkv themselves.
+//                     is nearly uniform: both reach it as float sums and only its result dS is rounded.
+//                     Their inputs are rounded alike: dP = dout·vᵀ reads the rounded dout and v, D the
+//                     rounded out, so each carries its inputs' 2⁻⁸ once and neither is a bf16 number;
+//   o, dq, dk, dv     the accumulators of the products, and dqkv (and out, where a caller asks for it).
 // The entry-wise bound this gives against the float layer is derived in tests/test_flash_attention.cpp.
 // products: Bf16Widened (the default) runs them on the bf16 numbers widened back to float (exact),
 // Bf16Dot on the CPU's bf16 dot products (AVX512_BF16) where it has them. The two are the same
@@ -138,14 +141,15 @@ void flash_attention_forward(float* out, float* lse, float* scratch, size_t scra
 void flash_attention_backward(float* dqkv, float* scratch, size_t scratch_size, const float* dout, const float* qkv,
                               const float* out, const float* lse, int B, int T, int C, int NH, Dropout drop);
 
-// The same with bf16 tile products (above). out16 (B·T, C) and dqkv16 (B·T, 3C), when not null, also
-// get out and dqkv rounded to bf16, for the next product (lib/layers/linear.h). dqkv may be null when
-// dqkv16 is not: then only the rounded gradient is written, for a caller that reads nothing else.
+// The same with bf16 tile products (above). out16 (B·T, C) gets out rounded to bf16, for the next
+// product (lib/layers/linear.h) and for the backward, which reads it in place of out; out itself is
+// written too when not null. dqkv16 (B·T, 3C), when not null, gets dqkv rounded, and dqkv may be null
+// when dqkv16 is not: then only the rounded gradient is written, for a caller that reads nothing else.
 void flash_attention_forward_bf16(float* out, bf16* out16, float* lse, float* scratch, size_t scratch_size,
                                   const float* qkv, int B, int T, int C, int NH, Dropout drop,
                                   FlashProducts products = FlashProducts::Bf16Widened);
 void flash_attention_backward_bf16(float* dqkv, bf16* dqkv16, float* scratch, size_t scratch_size, const float* dout,
-                                   const float* qkv, const float* out, const float* lse, int B, int T, int C, int NH,
+                                   const float* qkv, const bf16* out16, const float* lse, int B, int T, int C, int NH,
                                    Dropout drop, FlashProducts products = FlashProducts::Bf16Widened);
 
 // The checks of every entry point, the twin's too (hg::Error naming the bad value); returns hs.

@@ -231,9 +231,9 @@ struct Layers {
         const size_t n = m.scratch.attention_numbers;
         if (m.plan.attention == AttentionKind::Flash) {
             if constexpr (kFastPath<real>) {
-                if (in_bf16())
-                    return flash_attention_forward_bf16(out, input_copy(out), lse, scratch, n, qkv, B, T, C, NH, drop,
-                                                        flash_products());
+                if (in_bf16())  // only the rounded copy: c_proj's product and this layer's backward read it
+                    return flash_attention_forward_bf16(nullptr, input_copy(out), lse, scratch, n, qkv, B, T, C, NH,
+                                                        drop, flash_products());
                 return flash_attention_forward(out, lse, scratch, n, qkv, B, T, C, NH, drop);
             }
             return flash_attention_forward_twin(out, lse, qkv, B, T, C, NH, drop, kFlashTile);
@@ -324,7 +324,8 @@ struct Layers {
             }
         choice::mlp_activation_backward(c, dinp, inp, dout, N);
     }
-    // out: the forward's output, which flash's backward reads (D = rowsum(dout ∘ out)).
+    // out: the forward's output, which flash's backward reads (D = rowsum(dout ∘ out)); in bf16, its
+    // rounded copy, the only one the forward wrote.
     void attention_backward(real* dqkv, const real* dout, const real* qkv, const real* out, const real* att,
                             const real* lse, int B, int T, int C, int NH, Dropout drop) {
         const Timed timed(m.profile, Work::Attention, backward);
@@ -340,8 +341,8 @@ struct Layers {
                 // rounded copy alone
                 float* dqkv_float = turned || m.config.qkv_bias() ? dqkv : nullptr;
                 if (flash)
-                    return flash_attention_backward_bf16(dqkv_float, dqkv16, scratch, n, dout, qkv, out, lse, B, T, C,
-                                                         NH, drop, flash_products());
+                    return flash_attention_backward_bf16(dqkv_float, dqkv16, scratch, n, dout, qkv, input_copy(out),
+                                                         lse, B, T, C, NH, drop, flash_products());
                 return attention_backward_bf16(dqkv, dqkv16, scratch, m.mixed.attention, dout, qkv, att, B, T, C, NH,
                                                drop);
             }
