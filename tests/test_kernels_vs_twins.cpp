@@ -167,8 +167,8 @@ TEST_CASE("LayerNorm kernels match the float twin on every SIMD target", "[simd]
 
 // The bf16 variants (dtype bfloat16: the next product's input, written by the layer) run the same
 // kernels in pieces and round: their bits must be the float layer's, rounded, at lengths that
-// cross their pieces (GELU's 8192-number chunks in 1024-number parts). A planted slip — the
-// other GELU form — must show.
+// cross their pieces (GELU's 8192-number chunks, and a tail short of a vector), GELU's backward
+// with and without its float output. A planted slip — the other GELU form — must show.
 TEST_CASE("GELU and LayerNorm in bf16 write the float layer's results, rounded, on every SIMD target",
           "[simd][gelu][layernorm][bf16]") {
     auto rounded = [](const Floats& x) {
@@ -190,6 +190,13 @@ TEST_CASE("GELU and LayerNorm in bf16 write the float layer's results, rounded, 
                 gelu_backward_bf16(dinp_b.data(), dinp16.data(), x.data(), dout.data(), n, kind);
                 CHECK(std::memcmp(dinp.data(), dinp_b.data(), n * sizeof(float)) == 0);
                 CHECK(dinp16 == rounded(dinp));
+                // without the float dinp (no bias to sum it), the rounded one alone: the same bits
+                std::vector<bf16> alone(n, 0x7FC0);
+                gelu_backward_bf16(nullptr, alone.data(), x.data(), dout.data(), n, kind);
+                CHECK(alone == dinp16);
+                gelu_backward_bf16(nullptr, alone.data(), x.data(), dout.data(), n,
+                                   kind == GeluKind::Erf ? GeluKind::Tanh : GeluKind::Erf);
+                if (n >= 1000) CHECK(alone != dinp16);  // the planted slip shows here too
                 gelu_forward_bf16(out16.data(), x.data(), n, kind == GeluKind::Erf ? GeluKind::Tanh : GeluKind::Erf);
                 if (n >= 1000) CHECK(out16 != rounded(out));  // the planted slip
             }

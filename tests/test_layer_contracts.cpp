@@ -129,6 +129,7 @@ TEST_CASE("Negative or zero sizes and p outside [0, 1) are hg::Error",
     CHECK_THROWS_WITH(gelu_forward(p, q, neg_n, GeluKind::Erf), Catch::Contains("n (-3)"));
     CHECK_THROWS_AS(gelu_backward(p, q, q, 0, GeluKind::Tanh), hg::Error);
     CHECK_THROWS_AS(gelu_forward_twin(p, q, 0, GeluKind::Tanh), hg::Error);
+    CHECK_THROWS_WITH(gelu_backward_bf16(p, nullptr, q, q, 8, GeluKind::Erf), Catch::Contains("dinp16"));
     CHECK_THROWS_AS(residual_forward(p, q, q, neg_n), hg::Error);
     CHECK_THROWS_AS(dropout_forward(p, q, neg_n, Dropout{0.1f, 1}), hg::Error);
     CHECK_THROWS_WITH(dropout_forward(p, q, 8, Dropout{1.0f, 1}), Catch::Contains("p (1)"));

@@ -95,35 +95,50 @@ HWY_INLINE V TanhOf(D d, V u, V& sech2) {
     return hn::IfThenElse(hn::Lt(u, hn::Zero(d)), er, r);
 }
 
-void GeluErfForward(float* out, const float* inp, size_t n) {
-    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR { return hn::Mul(x, NormalCdf(d, x)); });
-}
-
+// The four maps, each once; the kernels below store them in float (Map) or bf16 (MapToBf16).
+HWY_INLINE V ErfForwardOf(D d, V x) { return hn::Mul(x, NormalCdf(d, x)); }
 // gelu'(x) = Φ(x) + x·φ(x), φ(x) = exp(-x²/2)/√(2π)
-void GeluErfBackward(float* dinp, const float* inp, const float* dout, size_t n) {
-    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, V x, V g) HWY_ATTR {
-        const V pdf = hn::Mul(hn::Set(d, kInvSqrt2Pi),
-                              ExpFlushed(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x, x))));
-        return hn::Mul(hn::MulAdd(x, pdf, NormalCdf(d, x)), g);
-    });
+HWY_INLINE V ErfBackwardOf(D d, V x, V g) {
+    const V pdf = hn::Mul(hn::Set(d, kInvSqrt2Pi), ExpFlushed(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x, x))));
+    return hn::Mul(hn::MulAdd(x, pdf, NormalCdf(d, x)), g);
 }
-
-void GeluTanhForward(float* out, const float* inp, size_t n) {
-    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR {
-        V sech2 = hn::Zero(d);
-        return hn::Mul(x, TanhOf(d, TanhArg(d, x), sech2));  // x·(1 + tanh u)/2
-    });
+HWY_INLINE V TanhForwardOf(D d, V x) {
+    V sech2 = hn::Zero(d);
+    return hn::Mul(x, TanhOf(d, TanhArg(d, x), sech2));  // x·(1 + tanh u)/2
 }
 // gelu'(x) = (1 + tanh u)/2 + x/2·sech² u·√(2/π)(1 + 3·0.044715 x²)
+HWY_INLINE V TanhBackwardOf(D d, V x, V g) {
+    const V du =
+        hn::Mul(hn::Set(d, kSqrt2OverPi), hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x, x), hn::Set(d, 1.0f)));
+    V sech2 = hn::Zero(d);
+    const V sigma = TanhOf(d, TanhArg(d, x), sech2);
+    const V grad = hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), sech2), du, sigma);
+    return hn::Mul(grad, g);
+}
+
+void GeluErfForward(float* out, const float* inp, size_t n) {
+    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR { return ErfForwardOf(d, x); });
+}
+void GeluErfBackward(float* dinp, const float* inp, const float* dout, size_t n) {
+    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, V x, V g) HWY_ATTR { return ErfBackwardOf(d, x, g); });
+}
+void GeluTanhForward(float* out, const float* inp, size_t n) {
+    Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR { return TanhForwardOf(d, x); });
+}
 void GeluTanhBackward(float* dinp, const float* inp, const float* dout, size_t n) {
-    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, V x, V g) HWY_ATTR {
-        const V du = hn::Mul(hn::Set(d, kSqrt2OverPi),
-                             hn::MulAdd(hn::Set(d, 3.0f * kCubic), hn::Mul(x, x), hn::Set(d, 1.0f)));
-        V sech2 = hn::Zero(d);
-        const V sigma = TanhOf(d, TanhArg(d, x), sech2);
-        const V grad = hn::MulAdd(hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), sech2), du, sigma);
-        return hn::Mul(grad, g);
-    });
+    Map<2, 1>({inp, dout}, {dinp}, n, [](D d, V x, V g) HWY_ATTR { return TanhBackwardOf(d, x, g); });
+}
+void GeluErfForwardBf16(bf16* out16, const float* inp, size_t n) {
+    MapToBf16<1>({inp}, out16, n, [](D d, V x) HWY_ATTR { return ErfForwardOf(d, x); });
+}
+void GeluErfBackwardBf16(bf16* dinp16, const float* inp, const float* dout, size_t n) {
+    MapToBf16<2>({inp, dout}, dinp16, n, [](D d, V x, V g) HWY_ATTR { return ErfBackwardOf(d, x, g); });
+}
+void GeluTanhForwardBf16(bf16* out16, const float* inp, size_t n) {
+    MapToBf16<1>({inp}, out16, n, [](D d, V x) HWY_ATTR { return TanhForwardOf(d, x); });
+}
+void GeluTanhBackwardBf16(bf16* dinp16, const float* inp, const float* dout, size_t n) {
+    MapToBf16<2>({inp, dout}, dinp16, n, [](D d, V x, V g) HWY_ATTR { return TanhBackwardOf(d, x, g); });
 }
 void NormalCdfKernel(float* out, const float* inp, size_t n) {
     Map<1, 1>({inp}, {out}, n, [](D d, V x) HWY_ATTR { return NormalCdf(d, x); });
@@ -139,6 +154,10 @@ HWY_EXPORT(GeluErfBackward);
 HWY_EXPORT(GeluTanhForward);
 HWY_EXPORT(GeluTanhBackward);
 HWY_EXPORT(NormalCdfKernel);
+HWY_EXPORT(GeluErfForwardBf16);
+HWY_EXPORT(GeluErfBackwardBf16);
+HWY_EXPORT(GeluTanhForwardBf16);
+HWY_EXPORT(GeluTanhBackwardBf16);
 
 void gelu_erf_forward_kernel(float* out, const float* inp, size_t n) {
     HWY_DYNAMIC_DISPATCH(GeluErfForward)(out, inp, n);
@@ -154,6 +173,18 @@ void gelu_tanh_backward_kernel(float* dinp, const float* inp, const float* dout,
 }
 void normal_cdf_kernel(float* out, const float* inp, size_t n) {
     HWY_DYNAMIC_DISPATCH(NormalCdfKernel)(out, inp, n);
+}
+void gelu_erf_forward_bf16_kernel(bf16* out16, const float* inp, size_t n) {
+    HWY_DYNAMIC_DISPATCH(GeluErfForwardBf16)(out16, inp, n);
+}
+void gelu_erf_backward_bf16_kernel(bf16* dinp16, const float* inp, const float* dout, size_t n) {
+    HWY_DYNAMIC_DISPATCH(GeluErfBackwardBf16)(dinp16, inp, dout, n);
+}
+void gelu_tanh_forward_bf16_kernel(bf16* out16, const float* inp, size_t n) {
+    HWY_DYNAMIC_DISPATCH(GeluTanhForwardBf16)(out16, inp, n);
+}
+void gelu_tanh_backward_bf16_kernel(bf16* dinp16, const float* inp, const float* dout, size_t n) {
+    HWY_DYNAMIC_DISPATCH(GeluTanhBackwardBf16)(dinp16, inp, dout, n);
 }
 
 }  // namespace hg

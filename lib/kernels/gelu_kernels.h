@@ -4,6 +4,8 @@
 #pragma once
 #include <cstddef>
 
+#include "lib/kernels/bf16.h"
+
 namespace hg {
 
 // out_i = x_i · Φ(x_i)                       (out may alias inp)
@@ -14,6 +16,13 @@ void gelu_erf_backward_kernel(float* dinp, const float* inp, const float* dout, 
 void gelu_tanh_forward_kernel(float* out, const float* inp, size_t n);
 // dinp_i = gelu_tanh'(x_i) · dout_i
 void gelu_tanh_backward_kernel(float* dinp, const float* inp, const float* dout, size_t n);
+
+// The same four with the result rounded to bf16 (bf16_from_float of the float kernel's bits),
+// stored from the vector: no float copy is written (dtype bfloat16, lib/layers/gelu.h).
+void gelu_erf_forward_bf16_kernel(bf16* out16, const float* inp, size_t n);
+void gelu_erf_backward_bf16_kernel(bf16* dinp16, const float* inp, const float* dout, size_t n);
+void gelu_tanh_forward_bf16_kernel(bf16* out16, const float* inp, size_t n);
+void gelu_tanh_backward_bf16_kernel(bf16* dinp16, const float* inp, const float* dout, size_t n);
 
 // The kernels' standard normal CDF Φ(x) on its own, for the tests of its accuracy.
 void normal_cdf_kernel(float* out, const float* inp, size_t n);

@@ -14,6 +14,8 @@
 // unaligned pointer is what this avoids). Each output element depends only on the input
 // elements at its index, and all of a vector's inputs are loaded before its outputs are
 // stored, so an output may alias an input (in-place kernels).
+// MapToBf16(in, out16, n, f) is Map with one output, stored rounded to bf16 (StoreBf16, the
+// scalar bf16_from_float's bits) straight from the vector: no float copy of it is written.
 #if defined(HANDGRAD_KERNELS_MAP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HANDGRAD_KERNELS_MAP_INL_H_
 #undef HANDGRAD_KERNELS_MAP_INL_H_
@@ -25,6 +27,8 @@
 
 #include <cstddef>
 #include <utility>
+
+#include "lib/kernels/bf16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
@@ -72,6 +76,35 @@ HWY_INLINE void Map(const float* const (&in)[kIn], float* const (&out)[kOut], si
     for (size_t k = 0; k < kOut; k++) {
         for (size_t j = 0; i + j < n; j++) out[k][i + j] = buf[kIn + k][j];
     }
+}
+
+// One vector of every input at src[k], f, its result rounded to bf16 at dst.
+template <class D, class F, size_t... I>
+HWY_INLINE void MapStepBf16(D d, const float* const* src, bf16* dst, F& f, std::index_sequence<I...>) {
+    StoreBf16(d, f(d, hn::LoadU(d, src[I])...), dst);
+}
+
+template <size_t kIn, class F>
+HWY_INLINE void MapToBf16(const float* const (&in)[kIn], bf16* out16, size_t n, F f) {
+    const hn::ScalableTag<float> d;
+    const size_t L = hn::Lanes(d);
+    const auto inputs = std::make_index_sequence<kIn>();
+    const float* src[kIn];
+    size_t i = 0;
+    for (; i + L <= n; i += L) {
+        for (size_t k = 0; k < kIn; k++) src[k] = in[k] + i;
+        MapStepBf16(d, src, out16 + i, f, inputs);
+    }
+    if (i == n) return;
+    constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+    HWY_ALIGN float buf[kIn][kMaxLanes] = {};
+    bf16 tail[kMaxLanes];
+    for (size_t k = 0; k < kIn; k++) {
+        for (size_t j = 0; i + j < n; j++) buf[k][j] = in[k][i + j];
+        src[k] = buf[k];
+    }
+    MapStepBf16(d, src, tail, f, inputs);
+    for (size_t j = 0; i + j < n; j++) out16[i + j] = tail[j];
 }
 
 }  // namespace hg::HWY_NAMESPACE

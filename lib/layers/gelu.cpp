@@ -4,8 +4,6 @@
 // against.
 #include "lib/layers/gelu.h"
 
-#include <algorithm>
-
 #include "lib/core/parallel.h"
 #include "lib/kernels/gelu_kernels.h"
 
@@ -36,28 +34,21 @@ void gelu_backward(float* dinp,        // (n)
     for_pieces(n, kChunk, 1, [&](size_t i0, size_t len) { kernel(dinp + i0, inp + i0, dout + i0, len); });
 }
 
-// The float values of one forward piece pass through `rows` on the stack, kPart at a time:
-// kPart is a multiple of every vector width as kChunk is, so the kernel computes each element
-// as gelu_forward does.
+// The bf16 variants run the kernels that round each vector as they store it (gelu_kernels.h):
+// the same float bits as gelu_forward's / gelu_backward's, rounded, and no float copy written.
 void gelu_forward_bf16(bf16* out16, const float* inp, size_t n, GeluKind kind) {
     gelu_check_n("gelu_forward_bf16", n);
-    constexpr size_t kPart = 1024;
-    static_assert(kChunk % kPart == 0, "parts tile a chunk");
-    auto kernel = kind == GeluKind::Erf ? gelu_erf_forward_kernel : gelu_tanh_forward_kernel;
-    for_pieces(n, kChunk, 1, [&](size_t i0, size_t len) {
-        float part[kPart];
-        for (size_t j = 0; j < len; j += kPart) {
-            const size_t m = std::min(kPart, len - j);
-            kernel(part, inp + i0 + j, m);
-            bf16_round(out16 + i0 + j, part, m);
-        }
-    });
+    auto kernel = kind == GeluKind::Erf ? gelu_erf_forward_bf16_kernel : gelu_tanh_forward_bf16_kernel;
+    for_pieces(n, kChunk, 1, [&](size_t i0, size_t len) { kernel(out16 + i0, inp + i0, len); });
 }
 
 void gelu_backward_bf16(float* dinp, bf16* dinp16, const float* inp, const float* dout, size_t n, GeluKind kind) {
     gelu_check_n("gelu_backward_bf16", n);
+    check(dinp16 != nullptr, "gelu_backward_bf16: dinp16 is the output it always writes");
     auto kernel = kind == GeluKind::Erf ? gelu_erf_backward_kernel : gelu_tanh_backward_kernel;
+    auto kernel16 = kind == GeluKind::Erf ? gelu_erf_backward_bf16_kernel : gelu_tanh_backward_bf16_kernel;
     for_pieces(n, kChunk, 1, [&](size_t i0, size_t len) {
+        if (!dinp) return kernel16(dinp16 + i0, inp + i0, dout + i0, len);
         kernel(dinp + i0, inp + i0, dout + i0, len);
         bf16_round(dinp16 + i0, dinp + i0, len);
     });

@@ -22,12 +22,14 @@ void gelu_forward(float* out, const float* inp, size_t n, GeluKind kind);
 // dinp = gelu'(inp) ⊙ dout   (written, not added to: layers.h)
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, GeluKind kind);
 
-// The same with a bf16 copy for the next product (dtype bfloat16; lib/layers/linear.h), made
-// piece by piece while the piece is in cache rather than in a pass of its own over memory:
+// The same with a bf16 copy for the next product (dtype bfloat16; lib/layers/linear.h), rounded
+// as each vector is stored (beside a float dinp: piece by piece, while the piece is in cache),
+// never in a pass of its own over memory:
 //   gelu_forward_bf16   out16 = bf16(gelu(inp)); the float output is not written anywhere (the
 //                       next product reads only out16, and the backward reads inp)
 //   gelu_backward_bf16  dinp as gelu_backward, and dinp16 = bf16(dinp) beside it (the bias's
-//                       gradient sums the float dinp)
+//                       gradient sums the float dinp); dinp may be null, for a product without
+//                       a bias: then only dinp16 is written
 // Their bits are gelu_forward's / gelu_backward's, rounded (bf16_from_float).
 void gelu_forward_bf16(bf16* out16, const float* inp, size_t n, GeluKind kind);
 void gelu_backward_bf16(float* dinp, bf16* dinp16, const float* inp, const float* dout, size_t n, GeluKind kind);

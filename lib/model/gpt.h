@@ -144,7 +144,7 @@ struct Scratch {
     real* dln_f;      // (N, C) at ln_f's output
     real* ddrop;      // (N, C) at a dropout's input, given the gradient at its output (dropout on)
     real* dfc_act;    // (N, M)
-    real* dfc;        // (N, F)
+    real* dfc;        // (N, F); in bf16 with GELU and no MLP bias not written: the rounded copy alone
     real* dln_2;      // (N, C) at ln_2's output
     real* datty;      // (N, C)
     real* dqkv;       // (N, 3C)

@@ -317,8 +317,11 @@ struct Layers {
         if constexpr (kFastPath<real>)
             if (in_bf16()) {  // dinp rounded for mlp.c_fc's backward, GELU's while it writes dinp
                 m.mixed.dout_of = dinp;
+                // c_fc's backward reads the float dinp only for its bias: without one, GELU writes the
+                // rounded copy alone
                 if (c.mlp == MlpKind::Gelu)
-                    return gelu_backward_bf16(dinp, m.mixed.dout, inp, dout, N * c.mlp_fc_width(), c.gelu);
+                    return gelu_backward_bf16(c.mlp_bias() ? dinp : nullptr, m.mixed.dout, inp, dout,
+                                              N * c.mlp_fc_width(), c.gelu);
                 choice::mlp_activation_backward(c, dinp, inp, dout, N);
                 return bf16_round_parallel(m.mixed.dout, dinp, N * c.mlp_fc_width());
             }
