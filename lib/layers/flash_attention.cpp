@@ -44,13 +44,17 @@ static int thread_slot() {
 #endif
 }
 
+// Where head bh's columns of out and dout (B, T, C) start.
+static size_t out_at(int bh, int T, int C, int NH) {
+    return size_t(bh / NH) * T * C + size_t(bh % NH) * (C / NH);
+}
+
 // Head bh's inputs (out or out16, dout and lse are the backward's; null in the forward).
 static FlashHead head_at(int bh, const float* qkv, const float* out, const bf16* out16, const float* dout,
                          const float* lse, int B, int T, int C, int NH, Dropout drop) {
     const int b = bh / NH, h = bh % NH, hs = C / NH;
-    const size_t C3 = 3 * size_t(C);
+    const size_t C3 = 3 * size_t(C), o = out_at(bh, T, C, NH);
     const float* q = qkv + size_t(b) * T * C3 + size_t(h) * hs;  // (T, hs), row stride 3C
-    const size_t o = size_t(b) * T * C + size_t(h) * hs;         // head h's columns of out and dout
     return FlashHead{T,
                      hs,
                      q,
@@ -86,8 +90,7 @@ static void forward(float* out, bf16* out16, float* lse, float* scratch, size_t 
         const FlashHead head = head_at(bh, qkv, nullptr, nullptr, nullptr, nullptr, B, T, C, NH, drop);
         FlashHead after;
         const FlashHead* next = next_of(bh, B, NH, after, qkv, nullptr, nullptr, nullptr, nullptr, T, C, drop);
-        const int b = bh / NH, h = bh % NH;
-        const size_t at = size_t(b) * T * C + size_t(h) * hs;  // head h's columns of out
+        const size_t at = out_at(bh, T, C, NH);
         flash_head_forward(out ? out + at : nullptr, out16 ? out16 + at : nullptr, lse + size_t(bh) * T, head, next,
                            products, scratch + size_t(thread_slot()) * per);
     }
