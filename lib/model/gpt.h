@@ -159,9 +159,10 @@ struct Scratch {
 // products read. The float weights, gradients, activations and scratch above stay as they are,
 // but for the norms' outputs, fc_act and atty, which LayerNorm, GELU and flash attention then write
 // in bf16 only (the products, and flash's own backward, are their only readers; gpt_choices.h);
-// these are extra, allocated only when bf16 is on. Each linear layer's input is rounded once in the forward, by the layer that writes it, and
-// kept, because the backward's dW = doutᵀ·inp reads it again (a copy of what the plan recomputes
-// is shared by the blocks as its float buffer is, and made again with it). Attention's products
+// these are extra, allocated only when bf16 is on. Each linear layer's input is rounded once in
+// the forward, by the layer that writes it, and kept, because the backward's dW = doutᵀ·inp reads
+// it again (a copy of what the plan recomputes is shared by the blocks as its float buffer is, and
+// made again with it). Attention's products
 // take bf16 inputs too (lib/layers/flash_attention.h, attention.h), from one working space for all
 // blocks.
 struct Bf16Block {
