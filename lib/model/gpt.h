@@ -147,7 +147,7 @@ struct Scratch {
     real* dfc;        // (N, F); in bf16 with GELU and no MLP bias not written: the rounded copy alone
     real* dln_2;      // (N, C) at ln_2's output
     real* datty;      // (N, C)
-    real* dqkv;       // (N, 3C)
+    real* dqkv;       // (N, 3C); in bf16 without Q/K/V bias, rope or QK-norm not written: as dfc
     real* dln_1;      // (N, C) at ln_1's output
     real* attention;  // attention's working space in both passes. Materialized: (B, NH, T, T), the
                       // forward's dropped probabilities (dropout on), the backward's dP, dA, dS
