@@ -40,6 +40,15 @@ HWY_INLINE void StoreBf16(DF df, hn::Vec<DF> x, bf16* out) {
     hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, Bf16Bits(df, x))), d16, out);
 }
 
+// Lanes(df) floats from in[0 ..): each bf16 widened exactly (bf16_to_float), its 16 bits placed
+// above 16 zero bits.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadBf16AsFloat(DF df, const bf16* in) {
+    const hn::RebindToUnsigned<DF> du;              // u32 lanes
+    const hn::Rebind<uint16_t, decltype(du)> d16;   // as many u16 lanes
+    return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, in))));
+}
+
 }  // namespace hg::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

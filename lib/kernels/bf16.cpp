@@ -24,12 +24,9 @@ void Bf16Round(bf16* out, const float* in, size_t n) {
 
 void Bf16Widen(float* out, const bf16* in, size_t n) {
     const hn::ScalableTag<float> df;
-    const hn::RebindToUnsigned<decltype(df)> du;
-    const hn::Rebind<uint16_t, decltype(du)> d16;
     const size_t L = hn::Lanes(df);
     size_t i = 0;
-    for (; i + L <= n; i += L)
-        hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, in + i)))), df, out + i);
+    for (; i + L <= n; i += L) hn::StoreU(LoadBf16AsFloat(df, in + i), df, out + i);
     for (; i < n; i++) out[i] = bf16_to_float(in[i]);
 }
 

@@ -173,7 +173,7 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
                 }
                 for (int t = t0; t < t1; t++)  // from the rounded out where the bf16 layer kept only it
                     sp.D[t] = out ? DotRow(dout + size_t(t) * ldo, out + size_t(t) * ldo, hs)
-                                  : DotRowBf16(dout + size_t(t) * ldo, out16 + size_t(t) * ldo, hs);
+                                : DotRow(dout + size_t(t) * ldo, out16 + size_t(t) * ldo, hs);
             }
             // the scores again (F1's product, the same floats), and B1's dP = dout · vᵀ
             Product<Step>(sp.p, kTile, qa.at(t0), qa.ld, 1, kt, kTile, rows, kTile, k_hs, Causal::Cols, off, false);

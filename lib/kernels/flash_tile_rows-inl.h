@@ -219,32 +219,21 @@ void DivideRow(float* x, int n, float s) {
     for (int j = 0; j < n; j += int(hn::Lanes(d))) hn::StoreU(hn::Div(hn::LoadU(d, x + j), vs), d, x + j);
 }
 
-// Σ_j a_j·b_j over n numbers (lanes, then a scalar tail).
-float DotRow(const float* a, const float* b, int n) {
-    const D d;
-    const int L = int(hn::Lanes(d));
-    V acc = hn::Zero(d);
-    int j = 0;
-    for (; j + L <= n; j += L) acc = hn::MulAdd(hn::LoadU(d, a + j), hn::LoadU(d, b + j), acc);
-    float sum = hn::GetLane(hn::SumOfLanes(d, acc));
-    for (; j < n; j++) sum += a[j] * b[j];
-    return sum;
-}
+// Σ_j a_j·b_j over n numbers (lanes, then a scalar tail); b in float, or in bf16 widened exactly.
+inline V LoadRow(const float* p) { return hn::LoadU(D(), p); }
+inline V LoadRow(const bf16* p) { return LoadBf16AsFloat(D(), p); }
+inline float ToFloat(float x) { return x; }
+inline float ToFloat(bf16 x) { return bf16_to_float(x); }
 
-// Σ_j a_j·b_j over n numbers, b in bf16 (widened exactly), as DotRow.
-float DotRowBf16(const float* a, const bf16* b, int n) {
+template <typename B>
+float DotRow(const float* a, const B* b, int n) {
     const D d;
-    const hn::RebindToUnsigned<D> du;
-    const hn::Rebind<uint16_t, D> d16;
     const int L = int(hn::Lanes(d));
     V acc = hn::Zero(d);
     int j = 0;
-    for (; j + L <= n; j += L) {
-        const V bj = hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, b + j))));
-        acc = hn::MulAdd(hn::LoadU(d, a + j), bj, acc);
-    }
+    for (; j + L <= n; j += L) acc = hn::MulAdd(hn::LoadU(d, a + j), LoadRow(b + j), acc);
     float sum = hn::GetLane(hn::SumOfLanes(d, acc));
-    for (; j < n; j++) sum += a[j] * bf16_to_float(b[j]);
+    for (; j < n; j++) sum += a[j] * ToFloat(b[j]);
     return sum;
 }
 
