@@ -40,6 +40,15 @@ HWY_INLINE void StoreBf16(DF df, hn::Vec<DF> x, bf16* out) {
     hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, Bf16Bits(df, x))), d16, out);
 }
 
+// out[0 .. n) = bf16_from_float of in[0 .. n): whole vectors, then the scalar twin on the tail.
+template <class DF>
+HWY_INLINE void StoreBf16Run(DF df, const float* in, bf16* out, size_t n) {
+    const size_t L = hn::Lanes(df);
+    size_t i = 0;
+    for (; i + L <= n; i += L) StoreBf16(df, hn::LoadU(df, in + i), out + i);
+    for (; i < n; i++) out[i] = bf16_from_float(in[i]);
+}
+
 // Lanes(df) floats from in[0 ..): each bf16 widened exactly (bf16_to_float), its 16 bits placed
 // above 16 zero bits.
 template <class DF>

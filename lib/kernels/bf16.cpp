@@ -14,13 +14,7 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void Bf16Round(bf16* out, const float* in, size_t n) {
-    const hn::ScalableTag<float> df;
-    const size_t L = hn::Lanes(df);
-    size_t i = 0;
-    for (; i + L <= n; i += L) StoreBf16(df, hn::LoadU(df, in + i), out + i);
-    for (; i < n; i++) out[i] = bf16_from_float(in[i]);  // scalar tail (simd.h): the twin
-}
+void Bf16Round(bf16* out, const float* in, size_t n) { StoreBf16Run(hn::ScalableTag<float>(), in, out, n); }
 
 void Bf16Widen(float* out, const bf16* in, size_t n) {
     const hn::ScalableTag<float> df;

@@ -39,37 +39,67 @@ inline float MaybeRounded(float x, bool round) { return round ? bf16_to_float(bf
 
 // src (rows, cols), row stride lds, transposed into tiles: the transpose of rows [j·kTile, (j+1)·kTile)
 // is block j of dst, (cols, kTile) with row stride kTile, at dst + j·cols·kTile; zero past rows, up to
-// rows_pad (a whole number of tiles). A key tile of kᵀ or vᵀ is then one contiguous block: with a row
-// stride of Tp instead, its rows 4 KiB apart (T 1024) would share a few sets of L1 and evict each
-// other. A vector of a block's row gathers column j of a vector's worth of src's rows. E: float
-// (rounded to bf16 when `round`), or uint32_t (bf16 pairs, moved whole).
-template <typename E>
-void TransposeTiles(E* dst, const E* src, size_t lds, int rows, int cols, int rows_pad, bool round = false) {
-    const hn::Rebind<E, D> de;
-    const hn::RebindToSigned<decltype(de)> di;
-    const int L = int(hn::Lanes(de));  // divides kTile
+// rows_pad (a whole number of tiles), rounded to bf16 when `round`. A key tile of kᵀ or vᵀ is then one
+// contiguous block: with a row stride of Tp instead, its rows 4 KiB apart (T 1024) would share a few
+// sets of L1 and evict each other. A vector of a block's row gathers column j of a vector's worth of
+// src's rows.
+void TransposeTiles(float* dst, const float* src, size_t lds, int rows, int cols, int rows_pad, bool round) {
+    const D d;
+    const hn::RebindToSigned<D> di;
+    const int L = int(hn::Lanes(d));  // divides kTile
     const auto at = hn::Mul(hn::Iota(di, 0), hn::Set(di, int32_t(lds)));  // lds·3·T fits an int32 (the layer's size)
     auto out = [&](int j, int r) { return dst + size_t(r / kTile) * cols * kTile + size_t(j) * kTile + r % kTile; };
     int r = 0;
     for (; r + L <= rows; r += L)
-        for (int j = 0; j < cols; j++) {
-            const auto g = hn::GatherIndex(de, src + size_t(r) * lds + j, at);
-            if constexpr (std::is_same_v<E, float>)
-                hn::StoreU(MaybeRounded(g, round), de, out(j, r));
-            else
-                hn::StoreU(g, de, out(j, r));
-        }
+        for (int j = 0; j < cols; j++)
+            hn::StoreU(MaybeRounded(hn::GatherIndex(d, src + size_t(r) * lds + j, at), round), d, out(j, r));
     for (; r < rows; r++)
-        for (int j = 0; j < cols; j++) {
-            const E x = src[size_t(r) * lds + j];
-            if constexpr (std::is_same_v<E, float>)
-                *out(j, r) = MaybeRounded(x, round);
-            else
-                *out(j, r) = x;
-        }
+        for (int j = 0; j < cols; j++) *out(j, r) = MaybeRounded(src[size_t(r) * lds + j], round);
     for (; r < rows_pad; r++)
-        for (int j = 0; j < cols; j++) *out(j, r) = E(0);
+        for (int j = 0; j < cols; j++) *out(j, r) = 0.0f;
 }
+
+#if HG_FLASH_BF16_DOT
+// x[0 .. 16) transposed in registers, as 16 rows of 16 numbers: 32-bit pairs of rows interleaved,
+// then 64-bit pairs, then 128-bit blocks exchanged between the vectors twice.
+HWY_INLINE void Transpose16(__m512i x[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(x[i], x[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(x[i], x[i + 1]);
+    }
+    // x[4i + k]'s 128-bit block b: column 4b + k of rows 4i .. 4i + 3
+    for (int i = 0; i < 16; i += 4) {
+        x[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        x[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        x[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        x[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int k = 0; k < 4; k++) {  // column 4b + k: block b of x[k], x[4 + k], x[8 + k], x[12 + k]
+        const __m512i lo01 = _mm512_shuffle_i32x4(x[k], x[4 + k], 0x44), lo23 = _mm512_shuffle_i32x4(x[k], x[4 + k], 0xEE);
+        const __m512i hi01 = _mm512_shuffle_i32x4(x[8 + k], x[12 + k], 0x44);
+        const __m512i hi23 = _mm512_shuffle_i32x4(x[8 + k], x[12 + k], 0xEE);
+        t[k] = _mm512_shuffle_i32x4(lo01, hi01, 0x88), t[4 + k] = _mm512_shuffle_i32x4(lo01, hi01, 0xDD);
+        t[8 + k] = _mm512_shuffle_i32x4(lo23, hi23, 0x88), t[12 + k] = _mm512_shuffle_i32x4(lo23, hi23, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) x[i] = t[i];
+}
+
+// dst (cols, kTile), row stride kTile = src (kTile, cols) of bf16 pairs, row stride lds, transposed
+// (a tile of keys: TransposeTiles' block, moved 16 × 16 at a time in registers rather than gathered).
+void TransposeTilePairs(uint32_t* dst, const uint32_t* src, size_t lds, int cols) {
+    for (int c0 = 0; c0 < cols; c0 += 16) {
+        const int n = std::min(16, cols - c0);
+        const __mmask16 some = __mmask16((1u << n) - 1);
+        for (int r0 = 0; r0 < kTile; r0 += 16) {
+            __m512i x[16];
+            for (int i = 0; i < 16; i++) x[i] = _mm512_maskz_loadu_epi32(some, src + size_t(r0 + i) * lds + c0);
+            Transpose16(x);
+            for (int j = 0; j < n; j++) _mm512_storeu_si512(dst + size_t(c0 + j) * kTile + r0, x[j]);
+        }
+    }
+}
+#endif
 
 // dst (rows_pad, ldd) = src (rows, cols), row stride lds, rounded to bf16 when `round`; zero past cols
 // and rows.
@@ -265,7 +295,7 @@ void PrefetchInputs(const FlashHead& hd, bool backward, int r0, int r1) {
 void WriteRows(float* dst, bf16* dst16, size_t ldd, const float* src, size_t lds, int rows, int cols) {
     for (int r = 0; r < rows; r++) {
         if (dst) std::memcpy(dst + size_t(r) * ldd, src + size_t(r) * lds, sizeof(float) * size_t(cols));
-        if (dst16) bf16_round(dst16 + size_t(r) * ldd, src + size_t(r) * lds, size_t(cols));
+        if (dst16) StoreBf16Run(D(), src + size_t(r) * lds, dst16 + size_t(r) * ldd, size_t(cols));
     }
 }
 
@@ -293,15 +323,17 @@ void LayRowsInPairs(uint32_t* along_hs, uint32_t* of_rows, const float* src, siz
     if (of_rows) RoundPairsOfRows(of_rows + size_t(r0 / 2) * hsp, size_t(hsp), rows, lds, r1 - r0, hs, rows_pad);
 }
 
-// The key tile of k or v at rows [s0, s1) transposed into the block `dst` ((hs, tile) floats, or
-// (hsp/2, tile) bf16 pairs through k16), rounded to bf16 when `round`.
+// The key tile of k or v at rows [s0, s1) transposed into the block `dst` ((hs, tile) floats, rounded
+// to bf16 when `round`; or ((hs + 1)/2, tile) bf16 pairs, through k16, zero past s1).
 template <typename E>
 void LayTile(E* dst, uint32_t* k16, const float* src, size_t lds, int s0, int s1, int hs, bool round) {
     if constexpr (std::is_same_v<E, float>) {
         TransposeTiles(dst, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile, round);
     } else {
+#if HG_FLASH_BF16_DOT  // bf16 pairs: only where DotStep runs
         RoundRows(k16, size_t(PadHs(hs)) / 2, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
-        TransposeTiles(dst, k16, size_t(PadHs(hs)) / 2, kTile, (hs + 1) / 2, kTile);
+        TransposeTilePairs(dst, k16, size_t(PadHs(hs)) / 2, (hs + 1) / 2);
+#endif
     }
 }
 
