@@ -76,7 +76,8 @@ HWY_INLINE void Transpose16(__m512i x[16]) {
         x[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
     }
     for (int k = 0; k < 4; k++) {  // column 4b + k: block b of x[k], x[4 + k], x[8 + k], x[12 + k]
-        const __m512i lo01 = _mm512_shuffle_i32x4(x[k], x[4 + k], 0x44), lo23 = _mm512_shuffle_i32x4(x[k], x[4 + k], 0xEE);
+        const __m512i lo01 = _mm512_shuffle_i32x4(x[k], x[4 + k], 0x44);  // blocks 0, 1 of each
+        const __m512i lo23 = _mm512_shuffle_i32x4(x[k], x[4 + k], 0xEE);  // blocks 2, 3
         const __m512i hi01 = _mm512_shuffle_i32x4(x[8 + k], x[12 + k], 0x44);
         const __m512i hi23 = _mm512_shuffle_i32x4(x[8 + k], x[12 + k], 0xEE);
         t[k] = _mm512_shuffle_i32x4(lo01, hi01, 0x88), t[4 + k] = _mm512_shuffle_i32x4(lo01, hi01, 0xDD);
@@ -333,6 +334,8 @@ void LayTile(E* dst, uint32_t* k16, const float* src, size_t lds, int s0, int s1
 #if HG_FLASH_BF16_DOT  // bf16 pairs: only where DotStep runs
         RoundRows(k16, size_t(PadHs(hs)) / 2, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
         TransposeTilePairs(dst, k16, size_t(PadHs(hs)) / 2, (hs + 1) / 2);
+#else
+        static_assert(!sizeof(E), "bf16 pairs are laid out only where DotStep runs");
 #endif
     }
 }
