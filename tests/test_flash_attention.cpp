@@ -417,6 +417,26 @@ TEST_CASE("flash attention: out, lse and dqkv are written, not added to; the bf1
         }
 }
 
+// The bf16 copies are bf16_from_float's bits even where the result is subnormal, which the CPU's own
+// rounding (AVX512_BF16) would write as 0: q = k = 0, so every key weighs 1, and v just above the
+// normal range, so the mean over the keys lands below it.
+TEST_CASE("flash attention in bf16: the rounded copies of subnormal results are bf16_from_float's",
+          "[flash][bf16]") {
+    const Shape sh{2, 70, 32, 2};
+    Floats qkv(sh.qkv(), 0.0f);
+    const auto v = randn<float>(sh.qkv(), 73, 1e-37);
+    for (size_t n = 0; n < size_t(sh.B) * sh.T; n++)
+        for (int i = 2 * sh.C; i < 3 * sh.C; i++) qkv[n * 3 * sh.C + i] = v[n * 3 * sh.C + i];
+    const auto dout = randn<float>(sh.out(), 74);
+    for (FlashProducts products : {FlashProducts::Bf16Widened, FlashProducts::Bf16Dot}) {
+        INFO((products == FlashProducts::Bf16Dot ? "dot products" : "widened"));
+        const Flash r = run_flash(sh, qkv, dout, Dropout{}, Dropout{}, true, kNaN, products);  // checks the bits
+        const auto subnormal = std::count_if(r.out.begin(), r.out.end(),
+                                             [](float x) { return std::fpclassify(x) == FP_SUBNORMAL; });
+        CHECK(subnormal > 100);  // the case is really there
+    }
+}
+
 TEST_CASE("flash attention rejects bad arguments with hg::Error", "[flash][layers]") {
     Floats f(1 << 16);
     std::vector<bf16> f16(1 << 16);
