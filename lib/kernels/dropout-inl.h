@@ -7,7 +7,9 @@
 // φ·(i + 1), times 2⁻²⁴, exactly. So keep(i) ⟺ bits ≥ p·2²⁴ ⟺ bits ≥ ⌈p·2²⁴⌉ (bits an integer; p·2²⁴
 // exact, p scaled by a power of two): the mask compares integers, with no conversion to float.
 // mix64 needs 64-bit lanes, so a vector of floats is hashed as two vectors of half as many 64-bit
-// lanes, whose low 32-bit halves (the bits, < 2²⁴) are then gathered into one vector of 32-bit lanes.
+// lanes, whose high 32-bit halves are then gathered into one vector of 32-bit lanes and shifted down
+// by 8: bits 40–63, the same 24 bits. mix64's last step, z ^ (z >> 31), changes only bits 0–32 of z,
+// so the vector hash stops before it (Mix64High).
 #if defined(HANDGRAD_KERNELS_DROPOUT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HANDGRAD_KERNELS_DROPOUT_INL_H_
 #undef HANDGRAD_KERNELS_DROPOUT_INL_H_
@@ -30,12 +32,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;  // φ, hash_uniform's step
 
-// mix64 (lib/core/rng.h) on every 64-bit lane.
+// mix64 (lib/core/rng.h) on every 64-bit lane, but for its last step: bits 33–63 are mix64's.
 template <class D, class V>
-HWY_INLINE V Mix64(D d, V z) {
+HWY_INLINE V Mix64High(D d, V z) {
     z = hn::Mul(hn::Xor(z, hn::ShiftRight<30>(z)), hn::Set(d, 0xbf58476d1ce4e5b9ULL));
-    z = hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d, 0x94d049bb133111ebULL));
-    return hn::Xor(z, hn::ShiftRight<31>(z));
+    return hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d, 0x94d049bb133111ebULL));
 }
 
 // One dropout's mask along a run of consecutive elements, Lanes(df) at a time. It holds numbers only
@@ -59,9 +60,9 @@ struct KeepLanes {
         const hn::RebindToUnsigned<DF> du;
         const auto lo = hn::Add(hn::Set(d64, z), hn::Mul(hn::Iota(d64, 0), hn::Set(d64, kGolden)));
         const auto hi = hn::Add(lo, hn::Set(d64, kGolden * uint64_t(hn::Lanes(d64))));
-        const auto lo_bits = hn::BitCast(du, hn::ShiftRight<40>(Mix64(d64, lo)));
-        const auto hi_bits = hn::BitCast(du, hn::ShiftRight<40>(Mix64(d64, hi)));
-        const auto bits = hn::BitCast(di, hn::ConcatEven(du, hi_bits, lo_bits));  // the low halves, in order
+        const auto lo_high = hn::BitCast(du, Mix64High(d64, lo));
+        const auto hi_high = hn::BitCast(du, Mix64High(d64, hi));
+        const auto bits = hn::BitCast(di, hn::ShiftRight<8>(hn::ConcatOdd(du, hi_high, lo_high)));  // in order
 #endif
         return hn::RebindMask(df, hn::Gt(bits, hn::Set(di, threshold - 1)));  // bits ≥ ⌈p·2²⁴⌉
     }

@@ -162,9 +162,8 @@ struct Scratch {
 // these are extra, allocated only when bf16 is on. Each linear layer's input is rounded once in
 // the forward, by the layer that writes it, and kept, because the backward's dW = doutᵀ·inp reads
 // it again (a copy of what the plan recomputes is shared by the blocks as its float buffer is, and
-// made again with it). Attention's products
-// take bf16 inputs too (lib/layers/flash_attention.h, attention.h), from one working space for all
-// blocks.
+// made again with it). Attention's products take bf16 inputs too (lib/layers/flash_attention.h,
+// attention.h), from one working space for all blocks.
 struct Bf16Block {
     bf16* ln_1;    // (N, C)  c_attn's input
     bf16* atty;    // (N, C)  attn.c_proj's
