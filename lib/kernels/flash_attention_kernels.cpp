@@ -65,7 +65,7 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
             if (copy_q) LayRows(sp.qp, hd.q, hd.ld, t0, t1, T, hs, kRound);
             if (copy_v) LayRows(sp.vp, hd.v, hd.ld, t0, t1, T, hs, kRound);
         }
-        LayTile(kt + size_t(t0) * k_hs, sp.k16, hd.k, hd.ld, t0, t1, hs, kRound);  // kᵀ's tile t0 / kTile
+        LayTile(kt + size_t(t0) * k_hs, hd.k, hd.ld, t0, t1, hs, kRound);  // kᵀ's tile t0 / kTile
         std::fill(sp.m, sp.m + rows, -std::numeric_limits<float>::infinity());
         std::fill(sp.l, sp.l + rows, 0.0f);
         std::fill(sp.o, sp.o + size_t(rows) * hsp, 0.0f);
@@ -152,8 +152,8 @@ void BackwardHead(const FlashGrads& g, const FlashHead& hd, const FlashHead* nex
         // written at this tile's end: dk, dv, and dq of the block at the tile (final then)
         for (float* d : {g.dk, g.dv, g.dq})
             if (d) PrefetchRows(d + size_t(s0) * g.ld, g.ld, keys, hs);
-        LayTile(kt, sp.k16, hd.k, hd.ld, s0, s1, hs, kRound);
-        LayTile(vt, sp.k16, hd.v, hd.ld, s0, s1, hs, kRound);
+        LayTile(kt, hd.k, hd.ld, s0, s1, hs, kRound);
+        LayTile(vt, hd.v, hd.ld, s0, s1, hs, kRound);
         if constexpr (kPairs)
             LayRowsInPairs(nullptr, sp.k2, hd.k, hd.ld, s0, s1, T, hs);
         else if (copy)

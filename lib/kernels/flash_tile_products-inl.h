@@ -93,6 +93,12 @@ HWY_INLINE VU PairBf16Operands(V even, V odd) {
                                                 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     return VU{_mm512_permutexvar_epi16(interleave, halves)};
 }
+// 16 pairs along a row: lo's 16 numbers rounded to bf16, then hi's, in order (pair j: numbers 2j, 2j + 1).
+HWY_INLINE __m512i PairsAlong(__m512 lo, __m512 hi) {
+    __m512i pairs;
+    __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(pairs) : "v"(hi), "v"(lo));
+    return pairs;
+}
 #else
 #define HG_FLASH_BF16_DOT 0
 HWY_INLINE void StoreBf16Operand(V x, bf16* out) { StoreBf16(D(), x, out); }

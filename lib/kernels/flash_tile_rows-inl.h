@@ -86,15 +86,23 @@ HWY_INLINE void Transpose16(__m512i x[16]) {
     for (int i = 0; i < 16; i++) x[i] = t[i];
 }
 
-// dst (cols, kTile), row stride kTile = src (kTile, cols) of bf16 pairs, row stride lds, transposed
-// (a tile of keys: TransposeTiles' block, moved 16 × 16 at a time in registers rather than gathered).
-void TransposeTilePairs(uint32_t* dst, const uint32_t* src, size_t lds, int cols) {
+// dst ((hs + 1)/2, kTile), row stride kTile = src's rows [0, rows) (row stride lds, hs numbers each)
+// rounded to bf16 in pairs along hs, transposed; zero past rows and hs (a tile of keys:
+// TransposeTiles' block in pairs). Each 16 rows of 16 pairs are rounded into registers and moved
+// there, 16 × 16 at a time, rather than gathered.
+void TransposeTilePairs(uint32_t* dst, const float* src, size_t lds, int rows, int hs) {
+    const int cols = (hs + 1) / 2;
     for (int c0 = 0; c0 < cols; c0 += 16) {
-        const int n = std::min(16, cols - c0);
-        const __mmask16 some = __mmask16((1u << n) - 1);
+        const int n = std::min(16, cols - c0), numbers = std::min(32, hs - 2 * c0);
+        const __mmask16 lo = __mmask16((1u << std::min(16, numbers)) - 1);     // the pairs 0 .. 7 of the row
+        const __mmask16 hi = __mmask16((1u << std::max(0, numbers - 16)) - 1);  // 8 .. 15
         for (int r0 = 0; r0 < kTile; r0 += 16) {
             __m512i x[16];
-            for (int i = 0; i < 16; i++) x[i] = _mm512_maskz_loadu_epi32(some, src + size_t(r0 + i) * lds + c0);
+            for (int i = 0; i < 16; i++) {
+                const float* in = src + size_t(r0 + i) * lds + 2 * c0;
+                x[i] = r0 + i < rows ? PairsAlong(_mm512_maskz_loadu_ps(lo, in), _mm512_maskz_loadu_ps(hi, in + 16))
+                                     : _mm512_setzero_si512();
+            }
             Transpose16(x);
             for (int j = 0; j < n; j++) _mm512_storeu_si512(dst + size_t(c0 + j) * kTile + r0, x[j]);
         }
@@ -325,15 +333,14 @@ void LayRowsInPairs(uint32_t* along_hs, uint32_t* of_rows, const float* src, siz
 }
 
 // The key tile of k or v at rows [s0, s1) transposed into the block `dst` ((hs, tile) floats, rounded
-// to bf16 when `round`; or ((hs + 1)/2, tile) bf16 pairs, through k16, zero past s1).
+// to bf16 when `round`; or ((hs + 1)/2, tile) bf16 pairs), zero past s1.
 template <typename E>
-void LayTile(E* dst, uint32_t* k16, const float* src, size_t lds, int s0, int s1, int hs, bool round) {
+void LayTile(E* dst, const float* src, size_t lds, int s0, int s1, int hs, bool round) {
     if constexpr (std::is_same_v<E, float>) {
         TransposeTiles(dst, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile, round);
     } else {
 #if HG_FLASH_BF16_DOT  // bf16 pairs: only where DotStep runs
-        RoundRows(k16, size_t(PadHs(hs)) / 2, src + size_t(s0) * lds, lds, s1 - s0, hs, kTile);
-        TransposeTilePairs(dst, k16, size_t(PadHs(hs)) / 2, (hs + 1) / 2);
+        TransposeTilePairs(dst, src + size_t(s0) * lds, lds, s1 - s0, hs);
 #else
         static_assert(!sizeof(E), "bf16 pairs are laid out only where DotStep runs");
 #endif
