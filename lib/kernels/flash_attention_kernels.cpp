@@ -91,7 +91,7 @@ void ForwardHead(float* out, bf16* out16, float* lse, const FlashHead& hd, const
                 sp.l[i] = c * sp.l[i] + ExpDropRow(s_i, n, kTile, scale, m_new, hd.drop,
                                                    hd.drop_base + size_t(t) * T + s0, put);
                 sp.m[i] = m_new;
-                ScaleRow(sp.o + size_t(i) * hsp, hsp, c);
+                if (s0 > 0 && c != 1.0f) ScaleRow(sp.o + size_t(i) * hsp, hsp, c);  // else o·c = o: zero, or c = 1
             }
             // F3: o += P̃ · v[s0:s1]
             if constexpr (kPairs)
