@@ -76,10 +76,10 @@ struct DotStep {  // bf16 pairs: c += a_odd·b_odd, then c += a_even·b_even, in
     }
 };
 // The dot products' operands in bf16, rounded by AVX512_BF16's own conversions: vcvtneps2bf16 (a
-// vector of floats to bf16) and vcvtne2ps2bf16 (two vectors, one in each half, which vpermw then
-// interleaves into pairs). They round to nearest even as bf16_from_float does, but read a subnormal
-// input as 0 and write 0 for a subnormal result, as vdpbf16ps reads its operands: the products are
-// the same. They run only where DotStep does.
+// vector of floats to bf16) and vcvtne2ps2bf16 (two vectors, one in each half: pairs along a row as
+// they stand, or pairs of rows once vpermw interleaves them). They round to nearest even as
+// bf16_from_float does, but read a subnormal input as 0 and write 0 for a subnormal result, as
+// vdpbf16ps reads its operands: the products are the same. They run only where DotStep does.
 HWY_INLINE void StoreBf16Operand(V x, bf16* out) {
     __m256i r;
     __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(x.raw));
