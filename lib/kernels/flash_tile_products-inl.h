@@ -85,19 +85,18 @@ HWY_INLINE void StoreBf16Operand(V x, bf16* out) {
     __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(x.raw));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), r);
 }
-// Pair j: even's lane j in the low half, odd's in the high half.
-HWY_INLINE VU PairBf16Operands(V even, V odd) {
-    __m512i halves;  // even's 16 bf16, then odd's
-    __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(odd.raw), "v"(even.raw));
-    const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
-                                                22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    return VU{_mm512_permutexvar_epi16(interleave, halves)};
-}
-// 16 pairs along a row: lo's 16 numbers rounded to bf16, then hi's, in order (pair j: numbers 2j, 2j + 1).
+// lo's 16 numbers rounded to bf16, then hi's, in order: 16 pairs along a row (pair j: numbers 2j, 2j + 1).
 HWY_INLINE __m512i PairsAlong(__m512 lo, __m512 hi) {
     __m512i pairs;
     __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(pairs) : "v"(hi), "v"(lo));
     return pairs;
+}
+// Pair j: even's lane j in the low half, odd's in the high half.
+HWY_INLINE VU PairBf16Operands(V even, V odd) {
+    const __m512i halves = PairsAlong(even.raw, odd.raw);  // even's 16 bf16, then odd's
+    const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                                22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return VU{_mm512_permutexvar_epi16(interleave, halves)};
 }
 #else
 #define HG_FLASH_BF16_DOT 0
